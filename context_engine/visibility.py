@@ -52,15 +52,17 @@ def validate_visibility(value: object, roles: Iterable[str]) -> Visibility:
     return tuple(sorted(normalised))
 
 
-def parse_stored_visibility(value: object) -> Visibility:
-    """Read a stored visibility value. Anything corrupt is treated as DM-only."""
+def parse_stored_visibility(value: object, dm_roles: tuple[str, ...] = DM_ONLY) -> Visibility:
+    """Read a stored visibility value. Anything corrupt is treated as DM-only (fail closed).
+
+    Valid stored values are null (public) or a non-empty list of strings; this must agree
+    exactly with the SQL filter in `campaigns.selectors`.
+    """
     if value is None:
         return PUBLIC
-    if isinstance(value, (list, tuple)) and value and all(
-        isinstance(item, str) and item for item in value
-    ):
+    if isinstance(value, (list, tuple)) and value and all(isinstance(i, str) for i in value):
         return tuple(sorted(set(value)))
-    return DM_ONLY
+    return tuple(sorted(dm_roles))
 
 
 def can_read(visibility: Visibility, role: str | None, *, omniscient: bool = False) -> bool:
