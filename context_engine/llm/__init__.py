@@ -1,0 +1,60 @@
+"""LLM clients behind one interface: Gemini, OpenAI-compatible servers, offline.
+
+Pick one with ``client_for(model_id, settings)``; call ``complete`` or ``complete_json``;
+wrap calls in ``call_with_retries`` and fall back on any ``LLMError``.
+"""
+
+from context_engine.llm.base import (
+    InvalidOutputError,
+    LLMClient,
+    LLMError,
+    Message,
+    PermanentLLMError,
+    TransientLLMError,
+    call_with_retries,
+    is_offline,
+    parse_json_object,
+    validate_json,
+)
+from context_engine.llm.factory import (
+    GEMINI_DEFAULT_MODEL,
+    OFFLINE_MODEL,
+    LLMSettings,
+    client_for,
+    default_summarizer_model,
+    is_known_model_id,
+)
+from context_engine.llm.offline import OfflineClient
+
+__all__ = [
+    "GEMINI_DEFAULT_MODEL",
+    "OFFLINE_MODEL",
+    "InvalidOutputError",
+    "LLMClient",
+    "LLMError",
+    "LLMSettings",
+    "Message",
+    "OfflineClient",
+    "PermanentLLMError",
+    "TransientLLMError",
+    "call_with_retries",
+    "client_for",
+    "default_summarizer_model",
+    "is_known_model_id",
+    "is_offline",
+    "parse_json_object",
+    "validate_json",
+]
+
+
+def __getattr__(name: str) -> object:
+    """``GeminiClient`` / ``OpenAICompatibleClient`` import their SDK only when asked for."""
+    if name == "GeminiClient":
+        from context_engine.llm.gemini import GeminiClient
+
+        return GeminiClient
+    if name == "OpenAICompatibleClient":
+        from context_engine.llm.openai_compat import OpenAICompatibleClient
+
+        return OpenAICompatibleClient
+    raise AttributeError(name)

@@ -1,0 +1,153 @@
+"""The one small interface every memory task talks to, its errors and retry policy.
+
+Memory workers must never care which backend answers: Gemini, an OpenAI-compatible
+local server or the offline client all take chat-style messages and return text or a
+JSON object already checked against a schema. The error classes carry the only decision
+a caller has to make: ``TransientLLMError`` is worth retrying (timeouts, connection
+errors, 429, 5xx); everything else goes straight to the deterministic fallback.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
+
+T = TypeVar("T")
+
+
+class LLMError(Exception):
+    """Any failure of a model call. Callers that fall back catch this."""
+
+
+class TransientLLMError(LLMError):
+    """Worth retrying: timeout, connection refused/reset, HTTP 408/429/5xx."""
+
+
+class PermanentLLMError(LLMError):
+    """Retrying will not help: other 4xx (bad key, bad request), safety block."""
+
+
+class InvalidOutputError(LLMError):
+    """The model answered, but not usefully: bad JSON, missing fields, empty text."""
+
+
+@runtime_checkable
+class LLMClient(Protocol):
+    """Messages in, text or validated JSON out. ``model`` is the id it was built for."""
+
+    model: str
+
+    def complete(self, messages: list[Message], *, timeout: float | None = None) -> str: ...
+
+    def complete_json(
+        self, messages: list[Message], *, schema: dict, timeout: float | None = None
+    ) -> dict: ...
+
+
+def is_offline(client: object) -> bool:
+    """True for clients that never reach a model; memory code takes its extractive path."""
+    return bool(getattr(client, "offline", False))
+
+
+def split_system(messages: Sequence[Message]) -> tuple[str, list[Message]]:
+    """Separate system messages (joined) from the conversation, for Gemini's shape."""
+    system = [m["content"] for m in messages if m.get("role") == "system"]
+    rest = [m for m in messages if m.get("role") != "system"]
+    return "\n\n".join(system), rest
+
+
+_FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+def parse_json_object(text: str | None) -> dict:
+    """Parse a model's JSON answer. Local models often wrap it in a ``` fence: unwrap."""
+    if text is None or not text.strip():
+        raise InvalidOutputError("The model returned no text where JSON was expected.")
+    match = _FENCE.match(text)
+    if match:
+        text = match.group(1)
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InvalidOutputError(f"The model returned malformed JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InvalidOutputError("The model returned JSON that is not an object.")
+    return data
+
+
+def _type_ok(value: Any, expected: str) -> bool:
+    kinds = _JSON_TYPES.get(expected.lower())
+    if kinds is None:
+        return True  # a type this small validator does not know: do not reject on it
+    if isinstance(value, bool) and expected.lower() in ("integer", "number"):
+        return False
+    return isinstance(value, kinds)
+
+
+def validate_json(data: Any, schema: dict, *, path: str = "$") -> dict:
+    """Check required keys and declared types (one level per object, recursively).
+
+    Deliberately small: the schemas used by memory tasks are flat objects of strings,
+    and a full JSON Schema engine would be one more dependency for no extra safety.
+    """
+    expected = str(schema.get("type", "object"))
+    if not _type_ok(data, expected):
+        raise InvalidOutputError(f"{path} should be {expected.lower()}, got {type(data).__name__}.")
+    if not isinstance(data, dict):
+        return data
+    properties = schema.get("properties") or {}
+    for key in schema.get("required") or ():
+        if key not in data:
+            raise InvalidOutputError(f"{path} is missing the required field {key!r}.")
+    for key, subschema in properties.items():
+        if key in data and isinstance(subschema, dict) and "type" in subschema:
+            validate_json(data[key], subschema, path=f"{path}.{key}")
+    return data
+
+
+def call_with_retries(
+    fn: Callable[[], T],
+    *,
+    attempts: int = 3,
+    base_delay: float = 0.5,
+    max_delay: float = 8.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Call ``fn``, retrying only TransientLLMError with exponential backoff.
+
+    No jitter: delays are ``base_delay * 2**n`` so tests and logs are reproducible.
+    The SDKs' own retries are switched off, so this is the only retry loop.
+    """
+    if attempts < 1:
+        raise ValueError("attempts must be at least 1")
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except TransientLLMError:
+            if attempt == attempts - 1:
+                raise
+            sleep(min(max_delay, base_delay * (2**attempt)))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def schema_instruction(schema: dict) -> str:
+    """The system note that tells a JSON-mode model which object to produce."""
+    return (
+        "Reply with one JSON object only, no prose and no code fence, matching this "
+        "JSON Schema: " + json.dumps(schema, sort_keys=True)
+    )

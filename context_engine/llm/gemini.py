@@ -1,0 +1,148 @@
+"""Gemini over the google-genai SDK.
+
+The SDK's own retry loop is disabled (one attempt) so ``call_with_retries`` is the only
+place that decides to retry, and every SDK or transport failure is translated into our
+three error kinds here, at the boundary, so nothing above knows the SDK exists.
+Structured output (``response_mime_type`` + ``response_schema``) makes the model itself
+respect the JSON shape; we still validate, because a proxy or a stand-in may not.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types
+
+from context_engine.llm.base import (
+    InvalidOutputError,
+    Message,
+    PermanentLLMError,
+    TransientLLMError,
+    parse_json_object,
+    split_system,
+    validate_json,
+)
+
+_TRANSIENT_STATUS = {408, 429, 500, 502, 503, 504}
+
+
+def _transport_errors(name: str) -> tuple[type[BaseException], ...]:
+    """The SDK runs on httpx or its fork httpx2, whichever is installed; catch both."""
+    found: list[type[BaseException]] = []
+    for module_name in ("httpx", "httpx2"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        found.append(getattr(module, name))
+    return tuple(found)
+
+
+_TIMEOUT_ERRORS = _transport_errors("TimeoutException")
+_TRANSPORT_ERRORS = _transport_errors("TransportError")
+_BLOCKED_FINISH = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION"}
+
+
+def _to_contents(messages: list[Message]) -> tuple[str, list[types.Content]]:
+    system, rest = split_system(messages)
+    contents = [
+        types.Content(
+            role="model" if m.get("role") == "assistant" else "user",
+            parts=[types.Part(text=m.get("content", ""))],
+        )
+        for m in rest
+    ]
+    if not contents:  # Gemini needs at least one user turn.
+        contents = [types.Content(role="user", parts=[types.Part(text=system or " ")])]
+        system = ""
+    return system, contents
+
+
+class GeminiClient:
+    """``LLMClient`` on google-genai. ``base_url`` points it at a stand-in or proxy."""
+
+    offline = False
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str,
+        base_url: str | None = None,
+        timeout_seconds: float = 30.0,
+    ):
+        self.model = model
+        self.timeout_seconds = timeout_seconds
+        self._client = genai.Client(
+            api_key=api_key,
+            vertexai=False,
+            http_options=types.HttpOptions(
+                base_url=base_url,
+                timeout=int(timeout_seconds * 1000),
+                retry_options=types.HttpRetryOptions(attempts=1),
+            ),
+        )
+
+    def _generate(self, messages: list[Message], timeout: float | None, **config: object) -> str:
+        system, contents = _to_contents(messages)
+        seconds = self.timeout_seconds if timeout is None else timeout
+        generate_config = types.GenerateContentConfig(
+            system_instruction=system or None,
+            http_options=types.HttpOptions(
+                timeout=max(1, int(seconds * 1000)),
+                retry_options=types.HttpRetryOptions(attempts=1),
+            ),
+            **config,
+        )
+        try:
+            response = self._client.models.generate_content(
+                model=self.model, contents=contents, config=generate_config
+            )
+        except genai_errors.APIError as exc:
+            if exc.code in _TRANSIENT_STATUS or (exc.code or 0) >= 500:
+                raise TransientLLMError(f"Gemini HTTP {exc.code}: {exc.message}") from exc
+            raise PermanentLLMError(f"Gemini HTTP {exc.code}: {exc.message}") from exc
+        except genai_errors.UnknownApiResponseError as exc:
+            raise InvalidOutputError(f"Gemini sent a response that is not JSON: {exc}") from exc
+        except _TIMEOUT_ERRORS as exc:
+            raise TransientLLMError(f"Gemini timed out after {seconds}s") from exc
+        except _TRANSPORT_ERRORS as exc:
+            raise TransientLLMError(f"Gemini connection failed: {exc}") from exc
+        except (ValueError, TypeError) as exc:  # the SDK could not read the response
+            raise InvalidOutputError(f"Gemini response could not be read: {exc}") from exc
+        return self._text_of(response)
+
+    @staticmethod
+    def _text_of(response: types.GenerateContentResponse) -> str:
+        feedback = response.prompt_feedback
+        if feedback is not None and feedback.block_reason is not None:
+            raise PermanentLLMError(f"Gemini blocked the prompt: {feedback.block_reason}")
+        candidates = response.candidates or []
+        if candidates:
+            reason = candidates[0].finish_reason
+            name = getattr(reason, "value", reason)
+            if name in _BLOCKED_FINISH:
+                raise PermanentLLMError(f"Gemini stopped the answer: {name}")
+        try:
+            text = response.text
+        except (ValueError, AttributeError) as exc:  # pragma: no cover - SDK specific
+            raise InvalidOutputError(f"Gemini answer has no text: {exc}") from exc
+        if not text or not text.strip():
+            raise InvalidOutputError("Gemini returned an empty answer.")
+        return text
+
+    def complete(self, messages: list[Message], *, timeout: float | None = None) -> str:
+        return self._generate(messages, timeout)
+
+    def complete_json(
+        self, messages: list[Message], *, schema: dict, timeout: float | None = None
+    ) -> dict:
+        text = self._generate(
+            messages,
+            timeout,
+            response_mime_type="application/json",
+            response_schema=schema,
+        )
+        return validate_json(parse_json_object(text), schema)

@@ -1,0 +1,53 @@
+"""The client used when no model is configured: deterministic and never on the network.
+
+Memory functions check ``is_offline(client)`` and run their own extractive paths (the
+template digest, the first-use sentence), which know the task far better than a generic
+client can. This class still honours the interface so any other caller gets a stable,
+schema-valid answer: the first sentences of the last user message.
+"""
+
+from __future__ import annotations
+
+import re
+
+from context_engine.llm.base import Message, validate_json
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _extract(messages: list[Message], max_words: int) -> str:
+    users = [m.get("content", "") for m in messages if m.get("role") == "user"]
+    source = (users[-1] if users else "").strip()
+    if not source:
+        return ""
+    sentence = _SENTENCE_END.split(source, maxsplit=1)[0]
+    words = sentence.split()
+    return " ".join(words[:max_words])
+
+
+def _fill(schema: dict, text: str) -> object:
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        properties = schema.get("properties") or {}
+        keys = list(schema.get("required") or properties)
+        return {key: _fill(properties.get(key) or {"type": "string"}, text) for key in keys}
+    return {"string": text, "array": [], "integer": 0, "number": 0, "boolean": False}.get(kind)
+
+
+class OfflineClient:
+    """Deterministic stand-in for a model: same messages, same answer, no I/O."""
+
+    offline = True
+
+    def __init__(self, model: str = "offline", *, max_words: int = 60):
+        self.model = model
+        self.max_words = max_words
+
+    def complete(self, messages: list[Message], *, timeout: float | None = None) -> str:
+        return _extract(messages, self.max_words)
+
+    def complete_json(
+        self, messages: list[Message], *, schema: dict, timeout: float | None = None
+    ) -> dict:
+        data = _fill(schema, _extract(messages, self.max_words))
+        return validate_json(data, schema)

@@ -1,0 +1,89 @@
+"""Any OpenAI-compatible chat server (LM Studio, Ollama, llama.cpp, vLLM, OpenAI).
+
+``max_retries=0`` turns off the SDK's retries: ``call_with_retries`` owns that policy.
+JSON uses ``response_format={"type": "json_object"}`` (the widest-supported mode among
+local servers) plus the schema spelled out in a system note, then our own validation,
+since JSON mode guarantees syntax at best, never the fields.
+"""
+
+from __future__ import annotations
+
+import openai
+
+from context_engine.llm.base import (
+    InvalidOutputError,
+    Message,
+    PermanentLLMError,
+    TransientLLMError,
+    parse_json_object,
+    schema_instruction,
+    validate_json,
+)
+
+_TRANSIENT_STATUS = {408, 409, 429}
+
+
+class OpenAICompatibleClient:
+    """``LLMClient`` on the openai SDK pointed at ``base_url``."""
+
+    offline = False
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str,
+        api_key: str | None = None,
+        timeout_seconds: float = 30.0,
+    ):
+        self.model = model
+        self.timeout_seconds = timeout_seconds
+        self._client = openai.OpenAI(
+            base_url=base_url,
+            api_key=api_key or "not-needed",
+            timeout=timeout_seconds,
+            max_retries=0,
+        )
+
+    def _chat(self, messages: list[Message], timeout: float | None, **extra: object) -> str:
+        seconds = self.timeout_seconds if timeout is None else timeout
+        try:
+            response = self._client.chat.completions.create(
+                model=self.model,
+                messages=messages,  # type: ignore[arg-type]
+                timeout=seconds,
+                **extra,  # type: ignore[arg-type]
+            )
+        except openai.APITimeoutError as exc:
+            raise TransientLLMError(f"{self.model} timed out after {seconds}s") from exc
+        except openai.APIConnectionError as exc:
+            raise TransientLLMError(f"{self.model} connection failed: {exc}") from exc
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            if status in _TRANSIENT_STATUS or status >= 500:
+                raise TransientLLMError(f"{self.model} HTTP {status}: {exc.message}") from exc
+            raise PermanentLLMError(f"{self.model} HTTP {status}: {exc.message}") from exc
+        except openai.OpenAIError as exc:  # response validation and similar
+            raise InvalidOutputError(f"{self.model} response could not be read: {exc}") from exc
+        except ValueError as exc:  # a body that is not JSON
+            raise InvalidOutputError(f"{self.model} response is not JSON: {exc}") from exc
+        choices = getattr(response, "choices", None)
+        if not choices:
+            raise InvalidOutputError(f"{self.model} returned no choices.")
+        choice = choices[0]
+        if choice.finish_reason == "content_filter":
+            raise PermanentLLMError(f"{self.model} filtered the answer (content_filter).")
+        text = choice.message.content if choice.message else None
+        if not text or not text.strip():
+            raise InvalidOutputError(f"{self.model} returned an empty answer.")
+        return text
+
+    def complete(self, messages: list[Message], *, timeout: float | None = None) -> str:
+        return self._chat(list(messages), timeout)
+
+    def complete_json(
+        self, messages: list[Message], *, schema: dict, timeout: float | None = None
+    ) -> dict:
+        note = {"role": "system", "content": schema_instruction(schema)}
+        text = self._chat([note, *messages], timeout, response_format={"type": "json_object"})
+        return validate_json(parse_json_object(text), schema)

@@ -1,0 +1,104 @@
+"""Canned model answers the stand-ins give, per request kind and behaviour.
+
+Shared by the Gemini and OpenAI stand-ins so both fail in exactly the same ways. The
+kind of answer is read from the request: a schema with ``hinge_index`` (or a prompt
+naming the digest headings) wants a digest, a schema with ``definition`` wants a
+definition, any other schema gets an object filled from it, plain text gets a sentence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+DIGEST_KEYS = ("hinge_index", "standing_reasons", "npc_memory_anchors", "open_threads")
+DIGEST_HEADINGS = ("Hinge Index", "Standing Reasons", "NPC Memory Anchors", "Open Threads")
+STANDIN_MARK = "(stand-in)"
+_SCHEMA_NOTE = re.compile(r"JSON Schema: (\{.*\})\s*$", re.MULTILINE)
+
+
+def schema_from_prompt(prompt: str) -> dict | None:
+    """The schema our OpenAI-compatible client spells out in its system note."""
+    match = _SCHEMA_NOTE.search(prompt)
+    if not match:
+        return None
+    try:
+        schema = json.loads(match.group(1))
+    except ValueError:
+        return None
+    return schema if isinstance(schema, dict) else None
+
+
+def _properties(schema: dict | None) -> dict:
+    if not schema:
+        return {}
+    return {str(k).lower(): v for k, v in (schema.get("properties") or {}).items()}
+
+
+def _hinge_lines(prompt: str) -> list[str]:
+    lines = [line.strip().lstrip("-").strip() for line in prompt.splitlines() if "HINGE" in line]
+    return [f"- {line[:160]} {STANDIN_MARK}" for line in lines] or [
+        f"- No hinge yet {STANDIN_MARK}"
+    ]
+
+
+def digest_object(prompt: str) -> dict[str, str]:
+    return {
+        "hinge_index": "\n".join(_hinge_lines(prompt)),
+        "standing_reasons": f"- Standings unchanged {STANDIN_MARK}",
+        "npc_memory_anchors": f"- Anchors kept {STANDIN_MARK}",
+        "open_threads": f"- Threads still open {STANDIN_MARK}",
+    }
+
+
+def _fill(schema: dict) -> object:
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        props = schema.get("properties") or {}
+        keys = list(schema.get("required") or props)
+        return {key: _fill(props.get(key) or {"type": "string"}) for key in keys}
+    return {
+        "string": f"A value from the model {STANDIN_MARK}.",
+        "array": [],
+        "integer": 1,
+        "number": 1,
+        "boolean": True,
+    }.get(kind)
+
+
+def json_answer(prompt: str, schema: dict | None, behaviour: str) -> str:
+    """The JSON text for a JSON-mode request under ``behaviour``."""
+    schema = schema or schema_from_prompt(prompt)
+    props = _properties(schema)
+    if "hinge_index" in props or (not props and "Hinge Index" in prompt):
+        data: dict = digest_object(prompt)
+        if behaviour == "missing_heading":
+            data.pop("open_threads")
+    elif "definition" in props or (not props and "define" in prompt.lower()):
+        data = {"definition": f"A coined term defined by the model {STANDIN_MARK}."}
+    elif schema:
+        filled = _fill(schema)
+        data = filled if isinstance(filled, dict) else {"value": filled}
+        if behaviour == "missing_heading" and data:
+            data.pop(next(reversed(data)))
+    else:
+        data = {"answer": f"An answer {STANDIN_MARK}."}
+    text = json.dumps(data)
+    if behaviour == "malformed_json":
+        return text[: max(1, len(text) - 12)]  # cut mid-string: not parseable
+    return text
+
+
+def text_answer(prompt: str, behaviour: str) -> str:
+    """The text for a plain request: a markdown digest if one was asked for."""
+    if "Hinge Index" in prompt:
+        data = digest_object(prompt)
+        sections = [
+            f"## {heading}\n{data[key]}"
+            for heading, key in zip(DIGEST_HEADINGS, DIGEST_KEYS, strict=True)
+            if not (behaviour == "missing_heading" and key == "open_threads")
+        ]
+        return "\n\n".join(sections)
+    if behaviour == "malformed_json":
+        return '{"answer": "cut'
+    return f"The agents pursue their stated goals and watch each other {STANDIN_MARK}."

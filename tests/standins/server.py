@@ -1,0 +1,304 @@
+"""A real HTTP server on 127.0.0.1 that plays a model provider, for the real SDKs to hit.
+
+Nothing is monkeypatched: the google-genai / openai SDK builds its real request, sends
+it over TCP, and parses what comes back. Each server has a FIFO *script* of behaviours
+and a *default* used when the script is empty, and records every request it receives.
+
+It works outside pytest too (a Celery worker in another process only needs the URL):
+
+    server = GeminiStandin().start()        # ephemeral port; server.base_url
+    server.script(["429", "500"])          # next two requests fail, then the default
+    server.set_default("ok")
+    server.stop()                           # connections now refused (mid-run outage)
+    server.start()                          # same port again
+
+Responses close the connection (no keep-alive), so ``stop()`` really cuts off clients.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
+
+from tests.standins.answers import json_answer, text_answer
+
+BEHAVIOURS = (
+    "ok",  # a canned good answer for the request kind
+    "429",  # rate limited
+    "500",  # server error
+    "400",  # a permanent client error
+    "slow",  # a good answer, but only after ``slow_seconds``
+    "malformed_json",  # 200 with model text that is broken JSON
+    "missing_heading",  # 200 with a digest lacking "Open Threads"
+    "garbage",  # 200 whose HTTP body is not JSON at all
+    "safety",  # the provider's safety block
+    "disconnect",  # close the socket without answering
+)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A one-off custom answer: model ``text`` in a good envelope, or an error ``status``."""
+
+    text: str | None = None
+    status: int = 200
+    delay: float = 0.0
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    json: Any
+    behaviour: str
+    prompt: str = ""
+    model: str = ""
+    wants_json: bool = False
+    schema: dict | None = field(default=None)
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    standin: StandinServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _HTTPServer
+
+    def do_POST(self) -> None:
+        self.server.standin._handle(self)
+
+    def do_GET(self) -> None:
+        self.server.standin._send(self, 404, {"error": {"message": "not found"}})
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass  # keep test output clean; requests are recorded instead
+
+
+class StandinServer:
+    """Common machinery; subclasses speak one provider's wire format."""
+
+    api_name: ClassVar[str] = "base"
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        default: str | Reply = "ok",
+        slow_seconds: float = 2.0,
+    ):
+        self.host = host
+        self.port = port
+        self.slow_seconds = slow_seconds
+        self._default: str | Reply = self._check(default)
+        self._script: deque[str | Reply] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def start(self) -> StandinServer:
+        if self._httpd is not None:
+            return self
+        self._stopping.clear()
+        httpd = _HTTPServer((self.host, self.port), _Handler)
+        httpd.standin = self
+        self.port = httpd.server_address[1]
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, name=f"{self.api_name}-standin", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop listening and wake slow handlers; later requests are refused."""
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        self._stopping.set()
+        httpd.shutdown()
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    @property
+    def running(self) -> bool:
+        return self._httpd is not None
+
+    def __enter__(self) -> StandinServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """What to put in the client's base URL setting."""
+        return self.url
+
+    # -- scripting ---------------------------------------------------------------------
+    @staticmethod
+    def _check(behaviour: str | Reply) -> str | Reply:
+        if not isinstance(behaviour, Reply) and behaviour not in BEHAVIOURS:
+            raise ValueError(f"Unknown behaviour {behaviour!r}; choose from {BEHAVIOURS}")
+        return behaviour
+
+    def script(self, behaviours: Iterable[str | Reply]) -> StandinServer:
+        """Queue behaviours for the next requests, in order; then the default resumes."""
+        items = [self._check(b) for b in behaviours]
+        with self._lock:
+            self._script.extend(items)
+        return self
+
+    def set_default(self, behaviour: str | Reply) -> StandinServer:
+        with self._lock:
+            self._default = self._check(behaviour)
+        return self
+
+    def reset(self) -> None:
+        """Forget the script, the recorded requests, and go back to answering ``ok``."""
+        with self._lock:
+            self._script.clear()
+            self._requests.clear()
+            self._default = "ok"
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def _next_behaviour(self) -> str | Reply:
+        with self._lock:
+            return self._script.popleft() if self._script else self._default
+
+    # -- provider hooks (subclasses) ---------------------------------------------------
+    def route(self, path: str) -> str | None:
+        """The model named by a valid path, else None (404)."""
+        raise NotImplementedError
+
+    def model_of(self, routed: str, data: Any) -> str:
+        """The model a request is for (from the path by default)."""
+        return routed
+
+    def invalid(self, data: Any, headers: dict[str, str]) -> tuple[int, str] | None:
+        """(status, message) when the request is not what the real API accepts."""
+        raise NotImplementedError
+
+    def prompt_of(self, data: dict) -> str:
+        raise NotImplementedError
+
+    def json_request(self, data: dict) -> tuple[bool, dict | None]:
+        """(wants JSON, schema if sent)."""
+        raise NotImplementedError
+
+    def success_body(self, text: str, model: str) -> dict:
+        raise NotImplementedError
+
+    def error_body(self, status: int, message: str) -> dict:
+        raise NotImplementedError
+
+    def blocked_body(self, model: str) -> dict:
+        raise NotImplementedError
+
+    # -- request handling --------------------------------------------------------------
+    def _send(self, handler: BaseHTTPRequestHandler, status: int, body: Any) -> None:
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        try:
+            handler.send_response(status)
+            handler.send_header("Content-Type", "application/json; charset=utf-8")
+            handler.send_header("Content-Length", str(len(raw)))
+            handler.send_header("Connection", "close")
+            handler.end_headers()
+            handler.wfile.write(raw)
+            handler.wfile.flush()
+        except OSError:
+            pass  # the client gave up (timeout) before we answered
+        handler.close_connection = True
+
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        length = int(handler.headers.get("Content-Length") or 0)
+        raw = handler.rfile.read(length) if length else b""
+        headers = {k.lower(): v for k, v in handler.headers.items()}
+        try:
+            data = json.loads(raw) if raw else None
+        except ValueError:
+            data = None
+        path = handler.path.split("?", 1)[0]
+        model = self.route(path)
+        behaviour = self._next_behaviour() if model is not None else "404"
+        record = RecordedRequest(
+            method="POST",
+            path=handler.path,
+            headers=headers,
+            body=raw,
+            json=data,
+            behaviour=behaviour if isinstance(behaviour, str) else "reply",
+            model=self.model_of(model, data) if model is not None else "",
+        )
+        if isinstance(data, dict):
+            record.prompt = self.prompt_of(data)
+            record.wants_json, record.schema = self.json_request(data)
+        with self._lock:
+            self._requests.append(record)
+        if model is None:
+            self._send(handler, 404, self.error_body(404, f"No route for {path}"))
+            return
+        problem = self.invalid(data, headers)
+        if problem is not None:
+            self._send(handler, problem[0], self.error_body(*problem))
+            return
+        self._respond(handler, behaviour, record)
+
+    def _answer_text(self, record: RecordedRequest, behaviour: str) -> str:
+        if record.wants_json:
+            return json_answer(record.prompt, record.schema, behaviour)
+        return text_answer(record.prompt, behaviour)
+
+    def _respond(
+        self, handler: BaseHTTPRequestHandler, behaviour: str | Reply, record: RecordedRequest
+    ) -> None:
+        model = record.model
+        if isinstance(behaviour, Reply):
+            if behaviour.delay and self._stopping.wait(behaviour.delay):
+                return
+            if behaviour.status != 200:
+                message = behaviour.text or f"scripted HTTP {behaviour.status}"
+                self._send(handler, behaviour.status, self.error_body(behaviour.status, message))
+            else:
+                self._send(handler, 200, self.success_body(behaviour.text or "", model))
+            return
+        if behaviour == "429":
+            self._send(handler, 429, self.error_body(429, "Resource exhausted (stand-in)."))
+        elif behaviour == "500":
+            self._send(handler, 500, self.error_body(500, "Internal error (stand-in)."))
+        elif behaviour == "400":
+            self._send(handler, 400, self.error_body(400, "Invalid argument (stand-in)."))
+        elif behaviour == "garbage":
+            self._send(handler, 200, b"<html>upstream proxy error</html>")
+        elif behaviour == "safety":
+            self._send(handler, 200, self.blocked_body(model))
+        elif behaviour == "disconnect":
+            handler.close_connection = True  # no bytes at all: the client sees a dropped socket
+        elif behaviour == "slow":
+            if self._stopping.wait(self.slow_seconds):
+                return  # stopped while sleeping: drop the connection
+            self._send(handler, 200, self.success_body(self._answer_text(record, "ok"), model))
+        else:  # ok, malformed_json, missing_heading
+            text = self._answer_text(record, behaviour)
+            self._send(handler, 200, self.success_body(text, model))
