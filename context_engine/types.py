@@ -101,6 +101,7 @@ class LoreView:
     valid_from_round: int | None = None
     invalid_from_round: int | None = None
     source_turn_ids: tuple[int, ...] = ()
+    tokens: int = 0  # cached count of ``definition``; 0 means "count it"
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,7 @@ class StateFieldView:
     value: str
     mutations: int = 1
     last_mutated_round: int = 0
+    audience: Visibility = None  # who may read this field (None = everyone)
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,10 @@ class PackConfig:
     retrieval_preset: str = "standard"  # minimal | standard | deep
     lend_unused_budget: bool = False
     show_whisper_existence: bool = False
+    window_turns: int = 12  # sliding_window strategy: the last N visible turns
+    # tiered strategy: token budgets of the hot / warm / cold bundles. Empty means
+    # derived from the total budget (50% / 25% / 25%), see strategies.tiered.
+    tier_budgets: tuple[tuple[str, int], ...] = ()
 
     def budget(self, section: str) -> int:
         return dict(self.budgets).get(section, 0)
@@ -157,6 +163,30 @@ class PackConfig:
     @property
     def total_budget(self) -> int:
         return sum(budget for _, budget in self.budgets)
+
+
+@dataclass(frozen=True)
+class HistoryNeeds:
+    """What the caller must load for one pack (see ``commands.history_needs``).
+
+    The loader takes the union of: every visible turn when ``full``; visible turns with
+    ``round >= from_round``; hinge turns with ``round >= hinge_from_round``; the last
+    ``last_turns`` visible turns; the role's own last ``monologue_count`` monologues;
+    up to ``retrieval_candidates`` older turns matching the input (full-text search).
+    ``None`` means "nothing by that rule". The engine re-filters whatever it is given.
+    ``monologue_count`` is for the role's own monologues only (never other agents').
+    """
+
+    full: bool = False
+    from_round: int | None = None
+    hinge_from_round: int | None = None
+    last_turns: int = 0
+    monologue_count: int = 0
+    retrieval_candidates: int = 0
+    cut_seq: int | None = None  # seq of the last /checkpoint or /clear, if any
+    # show_whisper_existence: also load whispers the role may NOT read in the same
+    # ranges; the engine renders only "Cassia whispered to DM", never their content.
+    unreadable_whispers: bool = False
 
 
 @dataclass(frozen=True)

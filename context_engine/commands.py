@@ -1,0 +1,113 @@
+"""/checkpoint, /compress and /clear as engine operations (SPEC §5.3), and what to load.
+
+The Django side records a ContextEvent and (for /checkpoint and /compress) asks the
+summarizer for a new digest; the engine only needs the events to know which turns
+have left the transcript:
+
+- ``checkpoint`` at seq S: turns with seq <= S are covered by the digest. They leave
+  the recent window (and hinge anchors), except the last ``MIN_WINDOW_TURNS`` window
+  turns, so the agent never loses the scene it is in. Strain is computed over what
+  remains, so it resets.
+- ``clear`` at seq S: the same cut, but the digest was *not* updated (the event says
+  ``cleared_without_checkpoint``): what was cut is simply gone from the pack.
+- ``compress``: the digest is updated, the window is untouched.
+
+The agent's own last two monologues are not transcript and survive both cuts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from context_engine.types import ContextEventView, HistoryNeeds, PackConfig
+
+MIN_WINDOW_TURNS = 4
+CUTTING_COMMANDS = ("checkpoint", "clear")
+
+# Per-strategy fixed window sizes (turn counts), shared with the strategies.
+STRUCTURED_WINDOW_TURNS = 4
+TRIAGE_FULL_TURNS = 3
+TRIAGE_BULLET_UNTIL = 10
+RETRIEVAL_CANDIDATE_FACTOR = 3
+
+
+@dataclass(frozen=True)
+class Cut:
+    """The latest transcript cut: turns with ``seq <= seq`` left the window."""
+
+    command: str  # checkpoint | clear
+    seq: int
+    round: int
+
+    @property
+    def reason(self) -> str:
+        if self.command == "checkpoint":
+            return f"covered by the digest since /checkpoint at seq {self.seq}"
+        return f"dropped by /clear at seq {self.seq} (not in the digest)"
+
+
+def command_cut(events: tuple[ContextEventView, ...]) -> Cut | None:
+    """The most recent /checkpoint or /clear (by seq; later in the tuple wins ties)."""
+    best: tuple[int, int, ContextEventView] | None = None
+    for index, event in enumerate(events):
+        if event.command not in CUTTING_COMMANDS:
+            continue
+        key = (event.seq, index)
+        if best is None or key > best[:2]:
+            best = (event.seq, index, event)
+    if best is None:
+        return None
+    event = best[2]
+    return Cut(command=event.command, seq=event.seq, round=event.round)
+
+
+def history_needs(
+    config: PackConfig, current_round: int, events: tuple[ContextEventView, ...] = ()
+) -> HistoryNeeds:
+    """What the Django side must load for one pack, so no strategy but ``full_history``
+    ever reads the whole history (a pack must build in <= 20 ms at 50,000 turns).
+
+    The loader returns the union of the rules in `HistoryNeeds`, audience-filtered in
+    SQL; the engine filters again, so loading a little more is safe, never needed.
+    """
+    needs = _needs(config, current_round)
+    cut = command_cut(events)
+    return replace(
+        needs,
+        cut_seq=cut.seq if cut else None,
+        unreadable_whispers=config.show_whisper_existence,
+    )
+
+
+def _needs(config: PackConfig, current_round: int) -> HistoryNeeds:
+    cut_seq = None
+    window_from = current_round - config.hot_window_rounds + 1
+    preset_turns = {"minimal": 1, "standard": 2, "deep": 5}.get(config.retrieval_preset, 2)
+    strategy = config.strategy
+    if strategy == "full_history":
+        return HistoryNeeds(full=True, cut_seq=cut_seq)
+    if strategy == "sliding_window":
+        return HistoryNeeds(last_turns=max(config.window_turns, 0), cut_seq=cut_seq)
+    if strategy == "rolling_summary":
+        return HistoryNeeds(from_round=window_from, monologue_count=2, cut_seq=cut_seq)
+    if strategy == "structured_state":
+        return HistoryNeeds(last_turns=STRUCTURED_WINDOW_TURNS, monologue_count=2, cut_seq=cut_seq)
+    if strategy == "triage":
+        return HistoryNeeds(last_turns=TRIAGE_BULLET_UNTIL, monologue_count=2, cut_seq=cut_seq)
+    if strategy == "tiered":
+        return HistoryNeeds(
+            from_round=window_from,
+            monologue_count=2,
+            retrieval_candidates=preset_turns * RETRIEVAL_CANDIDATE_FACTOR,
+            cut_seq=cut_seq,
+        )
+    if strategy == "layered":
+        hinge_from = current_round - config.hinge_ttl_rounds if config.hinge_quota > 0 else None
+        return HistoryNeeds(
+            from_round=window_from,
+            hinge_from_round=hinge_from,
+            monologue_count=2,
+            retrieval_candidates=preset_turns * RETRIEVAL_CANDIDATE_FACTOR,
+            cut_seq=cut_seq,
+        )
+    raise ValueError(f"Unknown strategy {strategy!r}.")

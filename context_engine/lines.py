@@ -1,0 +1,150 @@
+"""How single things are written into a pack: turn lines, whisper stubs, lore, bios.
+
+Every line is built from a short, repetitive prefix (cached token count) plus content
+whose token count is already cached on the turn, so estimating a line never re-counts
+the content. Estimates carry +2 tokens of slack (the space after the prefix and the
+newline); the exact count of the whole section is taken once, afterwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from context_engine import textops
+from context_engine.types import LoreView, ParticipantView, TurnView
+
+LINE_SLACK = 2
+
+KIND_LABELS = {
+    "narrative": "narrative",
+    "intel": "intel",
+    "choice": "choice",
+    "system": "system",
+    "action": "action",
+    "whisper": "whisper",
+    "gm_note": "GM note",
+    "monologue": "private thought",
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One candidate line of a transcript-like section (a turn or a whisper stub)."""
+
+    ref: str  # "turn:42" (a readable turn) or "stub:42" (an unreadable whisper)
+    item_kind: str  # turn | stub | anchor
+    seq: int
+    round: int
+    speaker: str
+    turn_kind: str
+    hinge: bool
+    line: str
+    cost: int  # estimated tokens of ``line`` plus its newline
+    content: str  # "" for stubs: nothing of an unreadable whisper is carried along
+
+
+def _audience_label(turn: TurnView) -> str:
+    if turn.visibility is None:
+        return ""
+    others = [r for r in turn.visibility if r != turn.speaker]
+    if turn.kind == "whisper":
+        return " to " + ", ".join(others) if others else ""
+    if turn.kind == "monologue":
+        return ""
+    return ", private to " + ", ".join(turn.visibility) if turn.visibility else ", private"
+
+
+def turn_prefix(turn: TurnView) -> str:
+    """``[R3] Cassia (whisper to DM, hinge):`` — no seq, so prefixes repeat and cache."""
+    label = KIND_LABELS.get(turn.kind, turn.kind) + _audience_label(turn)
+    if turn.hinge:
+        label += ", hinge"
+    return f"[R{turn.round}] {turn.speaker} ({label}):"
+
+
+def tags_suffix(turn: TurnView) -> str:
+    return f" [{'; '.join(turn.tags)}]" if turn.tags else ""
+
+
+def content_tokens(turn: TurnView) -> int:
+    return turn.tokens if turn.tokens > 0 else textops.count_uncached(turn.content)
+
+
+def turn_entry(turn: TurnView, item_kind: str = "turn") -> Entry:
+    prefix = turn_prefix(turn)
+    suffix = tags_suffix(turn)
+    line = f"{prefix} {turn.content}{suffix}"
+    cost = textops.count(prefix) + content_tokens(turn) + LINE_SLACK
+    if suffix:
+        cost += textops.count(suffix)
+    return Entry(
+        ref=f"turn:{turn.id}",
+        item_kind=item_kind,
+        seq=turn.seq,
+        round=turn.round,
+        speaker=turn.speaker,
+        turn_kind=turn.kind,
+        hinge=turn.hinge,
+        line=line,
+        cost=cost,
+        content=turn.content,
+    )
+
+
+def stub_entry(turn: TurnView) -> Entry:
+    """A content-free line for a whisper the reader cannot see (show_whisper_existence).
+
+    Only the speaker, the round and the named audience appear: no content, no tags,
+    no hinge flag (that would say the whisper mattered).
+    """
+    others = [r for r in (turn.visibility or ()) if r != turn.speaker]
+    target = " to " + ", ".join(others) if others else ""
+    line = f"[R{turn.round}] {turn.speaker} whispered{target}."
+    return Entry(
+        ref=f"stub:{turn.id}",
+        item_kind="stub",
+        seq=turn.seq,
+        round=turn.round,
+        speaker=turn.speaker,
+        turn_kind="whisper_stub",
+        hinge=False,
+        line=line,
+        cost=textops.count(line) + 1,
+        content="",
+    )
+
+
+def condensed_line(entry: Entry, max_words: int = 20) -> str:
+    """One short bullet for an entry: ``- R5 Thorin: first sentence…``."""
+    if entry.item_kind == "stub":
+        return "- " + entry.line
+    return f"- R{entry.round} {entry.speaker}: {textops.first_sentence(entry.content, max_words)}"
+
+
+def lore_line(lore: LoreView) -> str:
+    status = ", unconfirmed" if lore.status == "proposed" else ""
+    definition = " ".join(lore.definition.split())
+    return f"- {lore.term} ({lore.category}{status}): {definition}"
+
+
+def lore_line_cost(lore: LoreView) -> int:
+    if lore.tokens > 0:
+        status = ", unconfirmed" if lore.status == "proposed" else ""
+        return textops.count(f"- {lore.term} ({lore.category}{status}):") + lore.tokens + 2
+    return textops.count(lore_line(lore)) + 1
+
+
+def lore_name(lore: LoreView) -> str:
+    return f"{lore.term} (unconfirmed)" if lore.status == "proposed" else lore.term
+
+
+KIND_NAMES = {"dm": "the Dungeon Master", "player": "a player", "judge": "a judge"}
+
+
+def bio_line(participant: ParticipantView, secret_shown: bool, reveal_note: str) -> str:
+    """A participant's public profile; ``secret_shown`` adds a secret the reader may read."""
+    bio = " ".join(participant.bio.split()) or "(no profile)"
+    line = f"- {participant.role} ({participant.kind}): {bio}"
+    if secret_shown and participant.secret:
+        line += f" Secret{reveal_note}: {' '.join(participant.secret.split())}"
+    return line

@@ -1,0 +1,202 @@
+"""Pieces every strategy shares: the budget ledger, windows, command cuts, anchors.
+
+Sections are always built in the SPEC §5 table order. With ``lend_unused_budget`` the
+unused part of each section's budget flows forward to the next one in that order, so
+the digest (built before the transcript) never gives up room to the transcript:
+"transcript is trimmed before the digest". Without it, each section keeps its cap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from context_engine import sections as secs
+from context_engine import state as state_mod
+from context_engine.candidates import View
+from context_engine.commands import MIN_WINDOW_TURNS, Cut
+from context_engine.lines import Entry, stub_entry, turn_entry
+from context_engine.trimming import simple_section
+from context_engine.types import PackInput, Section, TrimEvent, TurnView
+
+SectionResult = tuple[Section, list[TrimEvent], list[str]]
+Builder = Callable[[int], SectionResult]
+
+
+@dataclass
+class Draft:
+    """What a strategy hands to `pack.build_pack`."""
+
+    sections: dict[str, Section]
+    events: list[TrimEvent] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    untrimmed: int = 0
+    strain: str = "normal"
+
+
+class Ledger:
+    """Per-section budgets, with optional forward lending of unused tokens."""
+
+    def __init__(self, inp: PackInput, order: tuple[str, ...]):
+        self.budgets = {name: inp.config.budget(name) for name in order}
+        self.lend = inp.config.lend_unused_budget
+        self.pool = 0
+
+    def cap(self, name: str) -> int:
+        return self.budgets[name] + (self.pool if self.lend else 0)
+
+    def settle(self, section: Section) -> None:
+        if self.lend:
+            self.pool = max(section.budget - section.tokens, 0)
+
+
+def build_sections(
+    inp: PackInput, order: tuple[str, ...], builders: dict[str, Builder], draft: Draft
+) -> None:
+    """Run ``builders`` in table order; absent sections are present but empty."""
+    ledger = Ledger(inp, order)
+    for name in order:
+        cap = ledger.cap(name)
+        if name in builders:
+            section, events, warnings = builders[name](cap)
+            draft.events.extend(events)
+            draft.warnings.extend(warnings)
+        else:
+            section = Section(name, cap, 0, "")
+        ledger.settle(section)
+        draft.sections[name] = section
+
+
+def block(name: str, text: str, kind: str) -> Builder:
+    return lambda budget: simple_section(name, budget, text, kind, name)
+
+
+@dataclass(frozen=True)
+class Statics:
+    """The single-block texts, rendered once per pack."""
+
+    identity: str
+    rules: str
+    digest: str
+    input: str
+    state: state_mod.StateSnapshot
+
+
+def statics(inp: PackInput, view: View, *, prune_state: bool = True, reminder: str = "") -> Statics:
+    return Statics(
+        identity=secs.identity_text(view),
+        rules=secs.rules_text(inp.rules),
+        digest=secs.digest_text(view),
+        input=secs.input_text(inp.input_text, view.role, reminder),
+        state=state_mod.snapshot(
+            inp.world_state.flags, view.state_fields, view.now, prune=prune_state
+        ),
+    )
+
+
+def _pinned(turn: TurnView, view: View) -> bool:
+    """The agent's own last monologues: kept regardless of window and cuts."""
+    return turn.kind == "monologue" and not view.omniscient
+
+
+def round_window(view: View, rounds: int) -> tuple[list[Entry], list[TurnView]]:
+    """Entries of the last ``rounds`` rounds (plus own pinned monologues); older turns."""
+    start = view.now - rounds + 1
+    window: list[Entry] = []
+    older: list[TurnView] = []
+    for turn in view.turns:
+        if turn.round >= start or _pinned(turn, view):
+            window.append(turn_entry(turn))
+        else:
+            older.append(turn)
+    window += [stub_entry(t) for t in view.stubs if t.round >= start]
+    window.sort(key=lambda e: (e.seq, e.ref))
+    return window, older
+
+
+def last_window(view: View, count: int) -> tuple[list[Entry], list[TurnView]]:
+    """The last ``count`` entries (turns and stubs); the older turns."""
+    everything = [turn_entry(t) for t in view.turns] + [stub_entry(t) for t in view.stubs]
+    everything.sort(key=lambda e: (e.seq, e.ref))
+    window = everything[-count:] if count > 0 else []
+    kept = {e.ref for e in window}
+    older = [t for t in view.turns if f"turn:{t.id}" not in kept]
+    return window, older
+
+
+def window_start_event(older: list[TurnView], view: View, label: str) -> list[TrimEvent]:
+    """One aggregated log line for candidate turns older than the window."""
+    if not older:
+        return []
+    action = "summarised" if view.digest is not None else "dropped"
+    where = "covered by the digest" if view.digest is not None else "no digest covers them"
+    return [
+        TrimEvent(
+            "recent",
+            f"turns:before-{label}",
+            action,
+            f"{len(older)} turns older than the window ({where})",
+        )
+    ]
+
+
+def apply_cut(
+    window: list[Entry], cut: Cut | None, view: View
+) -> tuple[list[Entry], list[TrimEvent]]:
+    """/checkpoint or /clear: turns up to the cut leave, except the minimum window."""
+    if cut is None:
+        return window, []
+    tail = {e.ref for e in window[-MIN_WINDOW_TURNS:]}
+    kept: list[Entry] = []
+    events: list[TrimEvent] = []
+    action = "summarised" if cut.command == "checkpoint" else "dropped"
+    for entry in window:
+        pinned = entry.turn_kind == "monologue" and not view.omniscient
+        if entry.seq > cut.seq or entry.ref in tail or pinned:
+            kept.append(entry)
+        else:
+            events.append(TrimEvent("recent", entry.ref, action, cut.reason, entry.cost))
+    return kept, events
+
+
+def hinge_anchors(
+    view: View, older: list[TurnView], quota: int, ttl: int, cut: Cut | None
+) -> tuple[list[Entry], list[TrimEvent]]:
+    """Hinge turns older than the window, kept as anchors: newest ``quota`` within TTL."""
+    events: list[TrimEvent] = []
+    live: list[TurnView] = []
+    expired = 0
+    for turn in older:
+        if not turn.hinge:
+            continue
+        if cut is not None and turn.seq <= cut.seq:
+            action = "summarised" if cut.command == "checkpoint" else "dropped"
+            events.append(TrimEvent("recent", f"turn:{turn.id}", action, cut.reason))
+        elif view.now - turn.round > ttl:
+            expired += 1
+        else:
+            live.append(turn)
+    if expired:
+        events.append(
+            TrimEvent(
+                "recent",
+                "hinges:expired",
+                "dropped",
+                f"{expired} hinge turns older than the {ttl}-round TTL",
+            )
+        )
+    chosen = live[-quota:] if quota > 0 else []
+    for turn in live[: len(live) - len(chosen)]:
+        events.append(
+            TrimEvent(
+                "recent",
+                f"turn:{turn.id}",
+                "dropped",
+                f"hinge quota of {quota} anchors reached: older hinges go first",
+            )
+        )
+    return [turn_entry(t, "anchor") for t in chosen], events
+
+
+def window_text_lower(entries: list[Entry], input_text: str) -> str:
+    return "\n".join([*(e.content for e in entries), input_text]).lower()

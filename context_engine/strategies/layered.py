@@ -1,0 +1,270 @@
+"""``layered`` (SPEC option D, the default): every section, every rule of §5.1–§5.8.
+
+Order of work: gather the untrimmed need of every section → pressure → strain tier →
+apply the tier's effects to the window and retrieval → build the sections in table
+order within their budgets (the digest may borrow from the transcript at Strain III).
+"""
+
+from __future__ import annotations
+
+from context_engine import retrieval, strain, textops, tokens
+from context_engine import sections as secs
+from context_engine.candidates import View
+from context_engine.lines import Entry
+from context_engine.strategies.common import (
+    Draft,
+    Statics,
+    apply_cut,
+    block,
+    build_sections,
+    hinge_anchors,
+    round_window,
+    statics,
+    window_start_event,
+    window_text_lower,
+)
+from context_engine.trimming import Line, assemble, entry_line, fixed_line, protected_refs
+from context_engine.types import SECTION_NAMES, PackInput, TrimEvent
+
+RECENT_HEADER = "## Recent events"
+
+
+def recent_need(window: list[Entry], anchors: list[Entry]) -> int:
+    if not window and not anchors:
+        return 0
+    return textops.count(RECENT_HEADER) + 1 + sum(e.cost for e in window + anchors)
+
+
+def apply_strain(
+    tier: str, window: list[Entry], anchors: list[Entry], protected: frozenset[str]
+) -> tuple[list[Entry], list[Entry], list[Entry], list[TrimEvent]]:
+    """Tier effects on the window: (window, anchors, recapped entries, events)."""
+    events: list[TrimEvent] = []
+    recapped: list[Entry] = []
+    if tier == "strain_1":
+        losers = [e for e in window if e.ref not in protected][: strain.STRAIN1_WINDOW_CUT]
+        for e in losers:
+            events.append(
+                TrimEvent(
+                    "recent",
+                    e.ref,
+                    "dropped",
+                    "strain_1: the window loses its 2 oldest turns",
+                    e.cost,
+                )
+            )
+        gone = {e.ref for e in losers}
+        window = [e for e in window if e.ref not in gone]
+    elif tier == "strain_2":
+        older_half = window[: len(window) // 2]
+        recapped = [e for e in older_half if e.ref not in protected]
+        for e in recapped:
+            events.append(
+                TrimEvent(
+                    "recent",
+                    e.ref,
+                    "summarised",
+                    "strain_2: the older half of the window became the scene recap",
+                    e.cost,
+                )
+            )
+        gone = {e.ref for e in recapped}
+        window = [e for e in window if e.ref not in gone]
+    elif tier == "strain_3":
+        keep = {e.ref for e in window[-strain.STRAIN3_WINDOW :]} | protected
+        for e in window:
+            if e.ref not in keep:
+                events.append(
+                    TrimEvent(
+                        "recent",
+                        e.ref,
+                        "dropped",
+                        f"strain_3: the window is the last {strain.STRAIN3_WINDOW} turns",
+                        e.cost,
+                    )
+                )
+        for e in anchors:
+            events.append(
+                TrimEvent(
+                    "recent",
+                    e.ref,
+                    "dropped",
+                    "strain_3: anchors leave; the digest holds the Hinge Index",
+                    e.cost,
+                )
+            )
+        window = [e for e in window if e.ref in keep]
+        anchors = []
+    return window, anchors, recapped, events
+
+
+def recent_builder(
+    tier: str,
+    window: list[Entry],
+    anchors: list[Entry],
+    recapped: list[Entry],
+    protected: frozenset[str],
+):
+    """The recent section: anchors, scene recap, window, engine notice (in that order)."""
+
+    def build(budget: int):
+        lines: list[Line] = [entry_line(e, protected, order_group=0) for e in anchors]
+        events: list[TrimEvent] = []
+        recap = strain.scene_recap(recapped)
+        if recap:
+            share = max(budget // strain.RECAP_SHARE, 0)
+            if textops.count(recap) > share:
+                recap = tokens.truncate(recap, share - 1) + "…" if share > 1 else ""
+                events.append(
+                    TrimEvent(
+                        "recent",
+                        "recap",
+                        "truncated",
+                        f"scene recap capped at 1/{strain.RECAP_SHARE} of the recent budget",
+                    )
+                )
+            if recap:
+                lines.append(fixed_line((1, 0), recap, "recap", "recap"))
+        protected_now = protected
+        if tier == "strain_3":
+            # Of the last 6, the 2 oldest go first when the digest needs the room.
+            soft = {e.ref for e in window[: max(len(window) - strain.STRAIN3_MIN_WINDOW, 0)]}
+            for e in window:
+                line = entry_line(e, protected_now, order_group=2)
+                if line.drop_key is not None and e.ref in soft:
+                    line = Line(
+                        line.order,
+                        line.text,
+                        line.item,
+                        line.cost,
+                        (-1, *line.drop_key),
+                        f"strain_3: the window shrinks to {strain.STRAIN3_MIN_WINDOW} turns first",
+                    )
+                lines.append(line)
+            lines.append(fixed_line((3, 0), strain.NOTICE, "notice", "notice:strain_3"))
+        else:
+            lines += [entry_line(e, protected_now, order_group=2) for e in window]
+        section, more, warnings = assemble("recent", budget, RECENT_HEADER, lines)
+        return section, events + more, warnings
+
+    return build
+
+
+def build(inp: PackInput, view: View) -> Draft:
+    config = inp.config
+    texts: Statics = statics(inp, view)
+    window, older = round_window(view, config.hot_window_rounds)
+    draft = Draft(sections={})
+    draft.events += list(view.events)
+    draft.events += window_start_event(
+        older, view, f"round-{view.now - config.hot_window_rounds + 1}"
+    )
+    window, cut_events = apply_cut(window, view.cut, view)
+    draft.events += cut_events
+    anchors, anchor_events = hinge_anchors(
+        view, older, config.hinge_quota, config.hinge_ttl_rounds, view.cut
+    )
+    draft.events += anchor_events
+    protected = protected_refs(window, view.dm_roles)
+
+    lore = secs.lore_candidates(view)
+    haystack = window_text_lower(window, inp.input_text)
+    named = secs.named_lore_ids(lore, haystack)
+    query = retrieval.make_query(
+        inp.input_text,
+        [e.content for e in window],
+        [c.lore.term for c in lore if c.lore.id in named],
+    )
+    in_recent = {e.ref for e in window} | {e.ref for e in anchors}
+
+    def older_pool(exclude: set[str]):
+        return [
+            t
+            for t in view.turns
+            if f"turn:{t.id}" not in exclude and (view.omniscient or t.kind != "monologue")
+        ]
+
+    untrimmed_hits = retrieval.rank(
+        query,
+        config.retrieval_preset,
+        [],
+        list(texts.state.cold),
+        older_pool(in_recent),
+        view.retrieval_turns,
+    )
+    untrimmed = (
+        textops.count(texts.identity)
+        + textops.count(texts.rules)
+        + secs.frozen_need(view, inp.hook, lore)
+        + textops.count(texts.state.text)
+        + textops.count(texts.digest)
+        + recent_need(window, anchors)
+        + retrieval.need(untrimmed_hits)
+        + textops.count(texts.input)
+    )
+    tier = strain.tier(untrimmed, config.total_budget)
+    draft.untrimmed, draft.strain = untrimmed, tier
+    window, anchors, recapped, strain_events = apply_strain(tier, window, anchors, protected)
+    draft.events += strain_events
+
+    budgets_shift = 0
+    digest_tokens = textops.count(texts.digest)
+    if tier == "strain_3" and digest_tokens > config.budget("digest"):
+        floor = (
+            textops.count(RECENT_HEADER)
+            + 1
+            + textops.count(strain.NOTICE)
+            + 1
+            + sum(e.cost for e in window[-strain.STRAIN3_MIN_WINDOW :])
+            + sum(e.cost for e in window if e.ref in protected)
+        )
+        budgets_shift = max(
+            min(digest_tokens - config.budget("digest"), config.budget("recent") - floor), 0
+        )
+        if budgets_shift:
+            draft.events.append(
+                TrimEvent(
+                    "recent",
+                    "budget:recent",
+                    "lent",
+                    f"strain_3: digest prioritised, {budgets_shift} "
+                    "tokens of the recent budget lent to the digest",
+                    budgets_shift,
+                )
+            )
+
+    full_ids: set[int] = set()
+
+    def frozen(budget: int):
+        section, events, warnings, ids = secs.frozen_section(view, inp.hook, budget, lore, named)
+        full_ids.update(ids)
+        return section, events, warnings
+
+    def retrieval_builder(budget: int):
+        rendered = {item.ref for item in draft.sections["recent"].items}
+        degraded = [c.lore for c in lore if c.lore.id not in full_ids]
+        preset = strain.retrieval_preset(config.retrieval_preset, tier)
+        hits = retrieval.rank(
+            query,
+            preset,
+            degraded,
+            list(texts.state.cold),
+            older_pool(rendered),
+            view.retrieval_turns,
+        )
+        return retrieval.section("retrieval", budget, hits)
+
+    digest_block = block("digest", texts.digest, "digest")
+    recent_block = recent_builder(tier, window, anchors, recapped, protected)
+    builders = {
+        "identity": block("identity", texts.identity, "identity"),
+        "rules": block("rules", texts.rules, "rules"),
+        "frozen": frozen,
+        "state": block("state", texts.state.text, "state"),
+        "digest": lambda budget: digest_block(budget + budgets_shift),
+        "recent": lambda budget: recent_block(budget - budgets_shift),
+        "retrieval": retrieval_builder,
+        "input": block("input", texts.input, "input"),
+    }
+    build_sections(inp, SECTION_NAMES, builders, draft)
+    return draft
