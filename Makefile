@@ -1,0 +1,44 @@
+# Babel: two commands for a fresh machine.
+#   make demo   virtualenv, install, migrate, load the demo, print logins, serve :8000
+#   make test   virtualenv, install, lint, contracts, migrations check, the whole test suite
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1:8000
+
+.PHONY: demo test venv venv-dev lint serve bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(VENV)/.runtime: requirements.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $(VENV)/.runtime $@
+
+venv: $(VENV)/.runtime
+venv-dev: $(VENV)/.dev
+
+demo: venv
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py seed_demo
+	@echo "Serving http://$(HOST)/  (admin: /admin/, API docs: /api/docs/)"
+	$(BIN)/python manage.py runserver $(HOST)
+
+lint: venv-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+	$(BIN)/python manage.py makemigrations --check --dry-run
+
+test: lint
+	@set +e; $(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "WARNING: pytest selected no tests (exit 5)"; rc=0; fi; exit $$rc
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache db.sqlite3

@@ -1,0 +1,213 @@
+"""Babel settings: everything comes from the environment, read once, here.
+
+Embedded default (nothing configured): SQLite beside manage.py, Celery tasks run eagerly
+in-process, the offline memory engine, no API key. Scale-out: DATABASE_URL → PostgreSQL,
+REDIS_URL → Redis broker + `celery -A babel_site worker`. See `.env.example`.
+A bad value fails at start with ImproperlyConfigured naming the variable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlparse
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+
+
+def _bool(name: str, default: bool) -> bool:
+    raw = env.str(name, default="")
+    if raw == "":
+        return default
+    lowered = raw.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name} must be true/false (or 1/0), got {raw!r}.")
+
+
+def _int(name: str, default: int, *, minimum: int = 0) -> int:
+    raw = env.str(name, default="")
+    if raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}.") from None
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name} must be ≥ {minimum}, got {value}.")
+    return value
+
+
+def _url(name: str, schemes: set[str]) -> str:
+    raw = env.str(name, default="").strip()
+    if not raw:
+        return ""
+    parsed = urlparse(raw)
+    if parsed.scheme not in schemes:
+        allowed = ", ".join(sorted(schemes))
+        raise ImproperlyConfigured(f"{name} must be a URL with scheme {allowed}; got {raw!r}.")
+    return raw
+
+
+DEBUG = _bool("DJANGO_DEBUG", True)
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is false.")
+    SECRET_KEY = "babel-insecure-development-key-change-me"
+
+ALLOWED_HOSTS = [
+    host.strip()
+    for host in env.str("ALLOWED_HOSTS", default="127.0.0.1,localhost,testserver").split(",")
+    if host.strip()
+]
+if not ALLOWED_HOSTS:
+    raise ImproperlyConfigured("ALLOWED_HOSTS must name at least one host.")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "campaigns",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "babel_site.urls"
+WSGI_APPLICATION = "babel_site.wsgi.application"
+ASGI_APPLICATION = "babel_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------
+DATABASE_URL = env.str("DATABASE_URL", default="").strip()
+if DATABASE_URL:
+    if urlparse(DATABASE_URL).scheme not in {"postgres", "postgresql", "sqlite"}:
+        raise ImproperlyConfigured(
+            f"DATABASE_URL must be postgres://… or sqlite:///…; got {DATABASE_URL!r}."
+        )
+    try:
+        _db = env.db_url_config(DATABASE_URL)
+    except Exception as exc:  # django-environ raises assorted errors on bad URLs
+        raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from exc
+    if _db["ENGINE"].endswith("postgresql"):
+        _db.setdefault("CONN_MAX_AGE", 60)
+        _db["CONN_HEALTH_CHECKS"] = True
+else:
+    _db = {"ENGINE": "django.db.backends.sqlite3", "NAME": BASE_DIR / "db.sqlite3"}
+if _db["ENGINE"].endswith("sqlite3"):
+    # Web and an eager/worker process share the file: wait for locks instead of failing.
+    _db.setdefault("OPTIONS", {})
+    _db["OPTIONS"].setdefault("timeout", 20)
+    _db["OPTIONS"].setdefault("transaction_mode", "IMMEDIATE")
+DATABASES = {"default": _db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Celery ---------------------------------------------------------------------------
+REDIS_URL = _url("REDIS_URL", {"redis", "rediss"})
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_RESULT_BACKEND = REDIS_URL or "cache+memory://"
+CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_TIME_LIMIT = _int("CELERY_TASK_TIME_LIMIT", 300, minimum=1)
+CELERY_TASK_SOFT_TIME_LIMIT = max(1, CELERY_TASK_TIME_LIMIT - 30)
+CELERY_TASK_TRACK_STARTED = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# --- Model backends (read once) ---------------------------------------------------------
+GEMINI_API_KEY = env.str("GEMINI_API_KEY", default="") or env.str("GOOGLE_API_KEY", default="")
+GEMINI_BASE_URL = _url("GEMINI_BASE_URL", {"http", "https"})
+OPENAI_BASE_URL = _url("OPENAI_BASE_URL", {"http", "https"})
+OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
+LLM_TIMEOUT_SECONDS = _int("BABEL_LLM_TIMEOUT", 30, minimum=1)
+
+# --- Babel ------------------------------------------------------------------------------
+BABEL_MAX_CONTENT_CHARS = _int("BABEL_MAX_CONTENT_CHARS", 100_000, minimum=1)
+
+# --- Auth, API --------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Babel API",
+    "DESCRIPTION": "Campaigns, turns with visibility, lore, digests and prompt packs.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- i18n, static -----------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {
+        "campaigns": {"handlers": ["console"], "level": env.str("BABEL_LOG_LEVEL", "INFO")}
+    },
+}

@@ -1,0 +1,134 @@
+"""Reads that depend on who is looking. Visibility is decided here and nowhere else.
+
+Every reader — HTMX views, DRF querysets, the admin's "view as", the engine adapter —
+asks these selectors. A `Viewer` is either omniscient (the experiment's owner, staff,
+judges: the raw log) or a role, filtered by `visibility__readable_by` in SQL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Max, Q, QuerySet
+
+from campaigns.models import Experiment, LoreEntry, Participant, Summary, Turn
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Who is reading: a role (with whether it is DM-kind), or everything."""
+
+    role: str | None
+    omniscient: bool = False
+    is_dm: bool = False
+
+    @property
+    def label(self) -> str:
+        return "everything" if self.omniscient else f"as {self.role}"
+
+
+OMNISCIENT = Viewer(role=None, omniscient=True)
+
+
+class UnknownRole(LookupError):
+    """A role that is not a participant of the experiment."""
+
+    def __init__(self, role: str):
+        super().__init__(f"No participant with role {role!r} in this experiment.")
+        self.role = role
+
+
+def viewer_for_role(*, experiment: Experiment, role: str) -> Viewer:
+    """The viewer for one of the experiment's roles. Judges read the raw log."""
+    participant = experiment.participants.filter(role=role).only("role", "kind").first()
+    if participant is None:
+        raise UnknownRole(role)
+    return viewer_for_participant(participant)
+
+
+def viewer_for_participant(participant: Participant) -> Viewer:
+    kind = participant.kind
+    return Viewer(
+        role=participant.role,
+        omniscient=kind == Participant.Kind.JUDGE,
+        is_dm=kind == Participant.Kind.DM,
+    )
+
+
+def dm_roles(*, experiment: Experiment) -> tuple[str, ...]:
+    """Roles of DM-kind participants (what 'DM-only' means for corrupt visibility)."""
+    roles = experiment.participants.filter(kind=Participant.Kind.DM).values_list("role", flat=True)
+    return tuple(sorted(roles)) or ("DM",)
+
+
+def _readable(field: str, viewer: Viewer) -> Q:
+    if viewer.omniscient:
+        return Q()
+    return Q(**{f"{field}__readable_by": (viewer.role or "", viewer.is_dm)})
+
+
+def turns_visible_to(*, experiment: Experiment | int, viewer: Viewer) -> QuerySet[Turn]:
+    """The experiment's turns this viewer may read, in seq order."""
+    experiment_id = experiment if isinstance(experiment, int) else experiment.pk
+    return (
+        Turn.objects.filter(experiment_id=experiment_id)
+        .filter(_readable("visibility", viewer))
+        .order_by("seq")
+    )
+
+
+def lore_visible_to(*, experiment: Experiment | int, viewer: Viewer) -> QuerySet[LoreEntry]:
+    experiment_id = experiment if isinstance(experiment, int) else experiment.pk
+    return LoreEntry.objects.filter(experiment_id=experiment_id).filter(
+        _readable("audience", viewer)
+    )
+
+
+def summaries_visible_to(*, experiment: Experiment | int, viewer: Viewer) -> QuerySet[Summary]:
+    experiment_id = experiment if isinstance(experiment, int) else experiment.pk
+    return Summary.objects.filter(experiment_id=experiment_id).filter(_readable("audience", viewer))
+
+
+def current_round(*, experiment: Experiment | int) -> int:
+    experiment_id = experiment if isinstance(experiment, int) else experiment.pk
+    return Turn.objects.filter(experiment_id=experiment_id).aggregate(r=Max("round"))["r"] or 0
+
+
+def secret_readable(*, participant: Participant, viewer: Viewer, round_now: int) -> bool:
+    """A secret goal: its owner, judges/owner, and everyone once its reveal round passed."""
+    if viewer.omniscient or viewer.role == participant.role:
+        return True
+    return participant.reveal_round is not None and round_now > participant.reveal_round
+
+
+def experiments_for_user(user) -> QuerySet[Experiment]:
+    """Experiments a user may see: staff all; others those they own or play in."""
+    if user.is_staff:
+        return Experiment.objects.all()
+    return Experiment.objects.filter(Q(owner=user) | Q(participants__user=user)).distinct()
+
+
+def viewer_for_user(*, experiment: Experiment, user) -> Viewer | None:
+    """What a signed-in user may read of an experiment, or None if nothing at all.
+
+    Owner and staff read everything; a user linked to a participant reads that role's view.
+    """
+    if user.is_staff or (experiment.owner_id is not None and experiment.owner_id == user.pk):
+        return OMNISCIENT
+    participant = experiment.participants.filter(user=user).order_by("order", "id").first()
+    if participant is None:
+        return None
+    return viewer_for_participant(participant)
+
+
+def turns_as_role(*, queryset: QuerySet[Turn], role: str) -> QuerySet[Turn]:
+    """Narrow turns (possibly of many experiments) to what ``role`` reads in each.
+
+    Used by the admin's "view as" filter. Experiments without that role show nothing.
+    """
+    participants = Participant.objects.filter(role=role).values_list("experiment_id", "kind")
+    condition = Q(pk__in=[])
+    for experiment_id, kind in participants:
+        viewer = Viewer(role=role, omniscient=kind == "judge", is_dm=kind == "dm")
+        condition |= Q(experiment_id=experiment_id) & _readable("visibility", viewer)
+    return queryset.filter(condition)

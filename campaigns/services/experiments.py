@@ -1,0 +1,104 @@
+"""Write services for experiments and participants."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from campaigns.models import Experiment, Participant, WorldState
+from campaigns.services.validation import clean_config, clean_role_name
+
+PARTICIPANT_KINDS = [choice for choice, _ in Participant.Kind.choices]
+
+
+@transaction.atomic
+def experiment_create(
+    *,
+    name: str,
+    hook: str = "",
+    rules: str = "",
+    config: dict | None = None,
+    owner=None,
+    status: str = Experiment.Status.DRAFT,
+) -> Experiment:
+    if not isinstance(name, str) or not name.strip():
+        raise ValidationError({"name": ["Name must be a non-empty string."]})
+    if status not in Experiment.Status.values:
+        raise ValidationError(
+            {"status": [f"Status must be one of {', '.join(Experiment.Status.values)}."]}
+        )
+    experiment = Experiment.objects.create(
+        name=name.strip()[:200],
+        hook=hook or "",
+        rules=rules or "",
+        config=clean_config(config),
+        owner=owner,
+        status=status,
+    )
+    WorldState.objects.create(experiment=experiment)
+    return experiment
+
+
+@transaction.atomic
+def experiment_update(*, experiment: Experiment, **changes) -> Experiment:
+    allowed = {"name", "hook", "rules", "config", "status"}
+    unknown = set(changes) - allowed
+    if unknown:
+        raise ValidationError({key: ["This field cannot be changed."] for key in sorted(unknown)})
+    if "name" in changes and (not isinstance(changes["name"], str) or not changes["name"].strip()):
+        raise ValidationError({"name": ["Name must be a non-empty string."]})
+    if "config" in changes:
+        changes["config"] = clean_config(changes["config"])
+    if "status" in changes and changes["status"] not in Experiment.Status.values:
+        raise ValidationError(
+            {"status": [f"Status must be one of {', '.join(Experiment.Status.values)}."]}
+        )
+    for field, value in changes.items():
+        setattr(experiment, field, value)
+    experiment.save(update_fields=[*changes, "updated_at"])
+    return experiment
+
+
+@transaction.atomic
+def participant_create(
+    *,
+    experiment: Experiment,
+    role: str,
+    kind: str = Participant.Kind.PLAYER,
+    model: str = "human",
+    bio: str = "",
+    identity: str = "",
+    secret: str = "",
+    reveal_round: int | None = None,
+    order: int | None = None,
+    user=None,
+) -> Participant:
+    role = clean_role_name(role)
+    if kind not in PARTICIPANT_KINDS:
+        raise ValidationError({"kind": [f"Kind must be one of {', '.join(PARTICIPANT_KINDS)}."]})
+    if reveal_round is not None and (
+        isinstance(reveal_round, bool) or not isinstance(reveal_round, int) or reveal_round < 0
+    ):
+        raise ValidationError(
+            {"reveal_round": ["Reveal round must be a whole number ≥ 0 or null."]}
+        )
+    if not isinstance(model, str) or not model or len(model) > 100:
+        raise ValidationError({"model": ["Model must be a model id such as 'gemini-2.5-flash'."]})
+    # Lock the experiment so two concurrent creates of one role fail cleanly, not with 500.
+    Experiment.objects.select_for_update().filter(pk=experiment.pk).first()
+    if experiment.participants.filter(role=role).exists():
+        raise ValidationError({"role": [f"Role {role!r} already exists in this experiment."]})
+    if order is None:
+        order = experiment.participants.count()
+    return Participant.objects.create(
+        experiment=experiment,
+        role=role,
+        kind=kind,
+        model=model,
+        bio=bio or "",
+        identity=identity or "",
+        secret=secret or "",
+        reveal_round=reveal_round,
+        order=order,
+        user=user,
+    )

@@ -1,0 +1,328 @@
+"""Transcript import and export (SPEC §8): a lossless, byte-stable round trip.
+
+Format::
+
+    {"format": "babel-transcript/1",
+     "experiment": {name, hook, rules, config, status},
+     "participants": [{role, kind, model, bio, identity, secret, reveal_round, order}],
+     "turns": [{round, speaker, kind, content, visibility, tags, hinge[, needs_review]}],
+     "lore": [{term, category, definition, audience, status, origin, locked,
+               first_seen_round, last_seen_round, mention_count,
+               valid_from_round, invalid_from_round, source_turns: [turn index, …]}]}
+
+Turns are listed in seq order; a turn's index in the list (0-based) is how lore points
+at its sources. Import runs in one transaction: a bad file stores nothing, and the error
+names the element and field, e.g. ``turns[3].visibility``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from campaigns.models import Experiment, LoreEntry, LoreRevision, Participant, Turn
+from campaigns.services.experiments import experiment_create, participant_create
+from campaigns.services.turns import turn_fields
+from campaigns.services.validation import clean_visibility, max_content_chars, prefix_errors
+from context_engine.visibility import audience_key
+
+FORMAT = "babel-transcript/1"
+_TOP_KEYS = {"format", "experiment", "participants", "turns", "lore"}
+_EXPERIMENT_KEYS = {"name", "hook", "rules", "config", "status"}
+_PARTICIPANT_KEYS = {"role", "kind", "model", "bio", "identity", "secret", "reveal_round", "order"}
+_TURN_KEYS = {"round", "speaker", "kind", "content", "visibility", "tags", "hinge", "needs_review"}
+_LORE_KEYS = {
+    "term",
+    "category",
+    "definition",
+    "audience",
+    "status",
+    "origin",
+    "locked",
+    "first_seen_round",
+    "last_seen_round",
+    "mention_count",
+    "valid_from_round",
+    "invalid_from_round",
+    "source_turns",
+}
+_LORE_INT_KEYS = ("first_seen_round", "last_seen_round", "mention_count")
+_LORE_OPTIONAL_INT_KEYS = ("valid_from_round", "invalid_from_round")
+
+
+# --- export ----------------------------------------------------------------------------
+
+
+def export_transcript(*, experiment: Experiment) -> dict[str, Any]:
+    """The whole experiment as a transcript dict (owner's view: everything)."""
+    turns = list(experiment.turns.order_by("seq"))
+    index_of = {turn.pk: index for index, turn in enumerate(turns)}
+    lore = experiment.lore.order_by("key", "audience_key", "id").prefetch_related("source_turns")
+    return {
+        "format": FORMAT,
+        "experiment": {
+            "name": experiment.name,
+            "hook": experiment.hook,
+            "rules": experiment.rules,
+            "config": experiment.config,
+            "status": experiment.status,
+        },
+        "participants": [
+            {
+                "role": p.role,
+                "kind": p.kind,
+                "model": p.model,
+                "bio": p.bio,
+                "identity": p.identity,
+                "secret": p.secret,
+                "reveal_round": p.reveal_round,
+                "order": p.order,
+            }
+            for p in experiment.participants.order_by("order", "id")
+        ],
+        "turns": [_export_turn(turn) for turn in turns],
+        "lore": [
+            {
+                "term": entry.term,
+                "category": entry.category,
+                "definition": entry.definition,
+                "audience": entry.audience,
+                "status": entry.status,
+                "origin": entry.origin,
+                "locked": entry.locked,
+                "first_seen_round": entry.first_seen_round,
+                "last_seen_round": entry.last_seen_round,
+                "mention_count": entry.mention_count,
+                "valid_from_round": entry.valid_from_round,
+                "invalid_from_round": entry.invalid_from_round,
+                "source_turns": sorted(
+                    index_of[t.pk] for t in entry.source_turns.all() if t.pk in index_of
+                ),
+            }
+            for entry in lore
+        ],
+    }
+
+
+def _export_turn(turn: Turn) -> dict[str, Any]:
+    data = {
+        "round": turn.round,
+        "speaker": turn.speaker,
+        "kind": turn.kind,
+        "content": turn.content,
+        "visibility": turn.visibility,
+        "tags": turn.tags,
+        "hinge": turn.hinge,
+    }
+    if turn.needs_review:
+        data["needs_review"] = True
+    return data
+
+
+def dumps(transcript: dict[str, Any]) -> str:
+    """Stable text form: same transcript → same bytes."""
+    return json.dumps(transcript, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+
+
+# --- import ----------------------------------------------------------------------------
+
+
+def loads(text: str | bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValidationError({"transcript": [f"Not valid JSON: {exc}"]}) from None
+    return data
+
+
+@transaction.atomic
+def import_transcript(*, data: object, owner=None) -> Experiment:
+    """Create a new experiment from a transcript. All or nothing."""
+    if not isinstance(data, dict):
+        raise ValidationError({"transcript": ["A transcript is a JSON object."]})
+    _reject_unknown(data, _TOP_KEYS, "")
+    if data.get("format", FORMAT) != FORMAT:
+        raise ValidationError({"format": [f"Unsupported format; expected {FORMAT!r}."]})
+    experiment = _import_experiment(data.get("experiment"), owner)
+    roles = _import_participants(experiment, _list(data, "participants"))
+    turns = _import_turns(experiment, roles, _list(data, "turns"))
+    _import_lore(experiment, roles, turns, _list(data, "lore", required=False))
+    return experiment
+
+
+def _list(data: dict, key: str, *, required: bool = True) -> list:
+    value = data.get(key, None if required else [])
+    if not isinstance(value, list):
+        raise ValidationError({key: ["Must be a list."]})
+    return value
+
+
+def _reject_unknown(item: dict, allowed: set[str], prefix: str) -> None:
+    unknown = sorted(set(item) - allowed)
+    if unknown:
+        raise ValidationError({f"{prefix}{key}": ["Unknown field."] for key in unknown})
+
+
+def _import_experiment(item: object, owner) -> Experiment:
+    if not isinstance(item, dict):
+        raise ValidationError({"experiment": ["Must be an object with at least a name."]})
+    _reject_unknown(item, _EXPERIMENT_KEYS, "experiment.")
+    try:
+        return experiment_create(
+            name=item.get("name"),
+            hook=_text(item, "hook", "experiment."),
+            rules=_text(item, "rules", "experiment."),
+            config=item.get("config") or {},
+            owner=owner,
+            status=item.get("status", Experiment.Status.DRAFT),
+        )
+    except ValidationError as exc:
+        raise prefix_errors(exc, "experiment.") from None
+
+
+def _text(item: dict, key: str, prefix: str) -> str:
+    value = item.get(key, "")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValidationError({f"{prefix}{key}": ["Must be a string."]})
+    return value
+
+
+def _import_participants(experiment: Experiment, items: list) -> set[str]:
+    for index, item in enumerate(items):
+        prefix = f"participants[{index}]."
+        if not isinstance(item, dict):
+            raise ValidationError({prefix.rstrip("."): ["Must be an object."]})
+        _reject_unknown(item, _PARTICIPANT_KEYS, prefix)
+        try:
+            participant_create(
+                experiment=experiment,
+                role=item.get("role"),
+                kind=item.get("kind", Participant.Kind.PLAYER),
+                model=item.get("model", "human"),
+                bio=_text(item, "bio", prefix),
+                identity=_text(item, "identity", prefix),
+                secret=_text(item, "secret", prefix),
+                reveal_round=item.get("reveal_round"),
+                order=item.get("order", index),
+            )
+        except ValidationError as exc:
+            raise prefix_errors(exc, prefix) from None
+    return set(experiment.participants.values_list("role", flat=True))
+
+
+def _import_turns(experiment: Experiment, roles: set[str], items: list) -> list[Turn]:
+    limit = max_content_chars(experiment.config)
+    rows = []
+    for index, item in enumerate(items):
+        prefix = f"turns[{index}]."
+        if not isinstance(item, dict):
+            raise ValidationError({prefix.rstrip("."): ["Must be an object."]})
+        _reject_unknown(item, _TURN_KEYS, prefix)
+        needs_review = item.get("needs_review", False)
+        if not isinstance(needs_review, bool):
+            raise ValidationError({f"{prefix}needs_review": ["Must be true or false."]})
+        try:
+            cleaned = turn_fields(
+                roles=roles,
+                round=item.get("round"),
+                speaker=item.get("speaker"),
+                kind=item.get("kind"),
+                content=item.get("content"),
+                visibility=item.get("visibility"),
+                tags=item.get("tags"),
+                hinge=item.get("hinge", False),
+                content_limit=limit,
+            )
+        except ValidationError as exc:
+            raise prefix_errors(exc, prefix) from None
+        rows.append(
+            Turn(experiment=experiment, seq=index + 1, needs_review=needs_review, **cleaned)
+        )
+    return Turn.objects.bulk_create(rows, batch_size=1000)
+
+
+def _import_lore(experiment: Experiment, roles: set[str], turns: list[Turn], items: list) -> None:
+    for index, item in enumerate(items):
+        prefix = f"lore[{index}]."
+        if not isinstance(item, dict):
+            raise ValidationError({prefix.rstrip("."): ["Must be an object."]})
+        _reject_unknown(item, _LORE_KEYS, prefix)
+        fields = _lore_fields(item, roles, len(turns), prefix)
+        sources = fields.pop("source_turns")
+        from context_engine.memory.extraction import merge_key
+
+        key = merge_key(fields["term"])
+        if LoreEntry.objects.filter(
+            experiment=experiment, key=key, audience_key=fields["audience_key"]
+        ).exists():
+            raise ValidationError({f"{prefix}term": ["Duplicate term for the same audience."]})
+        entry = LoreEntry.objects.create(experiment=experiment, key=key, **fields)
+        entry.source_turns.set([turns[i] for i in sources])
+        LoreRevision.objects.create(
+            entry=entry,
+            actor="import",
+            changes={"definition": ["", entry.definition], "status": ["", entry.status]},
+        )
+
+
+def _lore_fields(item: dict, roles: set[str], turn_count: int, prefix: str) -> dict:
+    term = item.get("term")
+    if not isinstance(term, str) or not term.strip() or len(term) > 200:
+        raise ValidationError({f"{prefix}term": ["A term is a non-empty string (≤ 200 chars)."]})
+    choices = {
+        "category": LoreEntry.Category.values,
+        "status": LoreEntry.Status.values,
+        "origin": LoreEntry.Origin.values,
+    }
+    defaults = {"category": "term", "status": "proposed", "origin": "extracted"}
+    fields: dict[str, Any] = {"term": term.strip(), "definition": _text(item, "definition", prefix)}
+    for key, allowed in choices.items():
+        value = item.get(key, defaults[key])
+        if value not in allowed:
+            raise ValidationError({f"{prefix}{key}": [f"Must be one of {', '.join(allowed)}."]})
+        fields[key] = value
+    locked = item.get("locked", False)
+    if not isinstance(locked, bool):
+        raise ValidationError({f"{prefix}locked": ["Must be true or false."]})
+    fields["locked"] = locked
+    for key in _LORE_INT_KEYS:
+        value = item.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValidationError({f"{prefix}{key}": ["Must be a whole number ≥ 0."]})
+        fields[key] = value
+    for key in _LORE_OPTIONAL_INT_KEYS:
+        value = item.get(key)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 0
+        ):
+            raise ValidationError({f"{prefix}{key}": ["Must be a whole number ≥ 0 or null."]})
+        fields[key] = value
+    if (
+        fields["valid_from_round"] is not None
+        and fields["invalid_from_round"] is not None
+        and fields["invalid_from_round"] < fields["valid_from_round"]
+    ):
+        raise ValidationError(
+            {f"{prefix}invalid_from_round": ["Must not precede valid_from_round."]}
+        )
+    audience = clean_visibility(item.get("audience"), roles, field=f"{prefix}audience")
+    fields["audience"] = audience
+    fields["audience_key"] = audience_key(None if audience is None else tuple(audience))
+    sources = item.get("source_turns", [])
+    if not isinstance(sources, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) and 0 <= i < turn_count for i in sources
+    ):
+        raise ValidationError(
+            {
+                f"{prefix}source_turns": [
+                    f"Must be a list of turn indexes from 0 to {turn_count - 1}."
+                ]
+            }
+        )
+    fields["source_turns"] = sorted(set(sources))
+    return fields

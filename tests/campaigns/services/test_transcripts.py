@@ -1,0 +1,94 @@
+"""Transcript import/export: lossless round trip, and a bad file stores nothing."""
+
+import copy
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from campaigns import demo
+from campaigns.models import Experiment, LoreEntry, Participant, Turn
+from campaigns.services import transcripts
+
+pytestmark = pytest.mark.django_db
+
+
+def _counts():
+    return (
+        Experiment.objects.count(),
+        Participant.objects.count(),
+        Turn.objects.count(),
+        LoreEntry.objects.count(),
+    )
+
+
+def test_export_import_export_is_byte_identical():
+    first = transcripts.import_transcript(data=demo.transcript())
+    exported = transcripts.dumps(transcripts.export_transcript(experiment=first))
+    second = transcripts.import_transcript(data=transcripts.loads(exported))
+    assert second.pk != first.pk
+    assert transcripts.dumps(transcripts.export_transcript(experiment=second)) == exported
+
+
+def test_import_keeps_order_rounds_speakers_kinds_visibility_tags_and_hinges():
+    source = demo.transcript()
+    experiment = transcripts.import_transcript(data=source)
+    stored = list(experiment.turns.order_by("seq"))
+    assert [t.seq for t in stored] == list(range(1, len(source["turns"]) + 1))
+    for turn, original in zip(stored, source["turns"], strict=True):
+        assert (turn.round, turn.speaker, turn.kind, turn.content) == (
+            original["round"],
+            original["speaker"],
+            original["kind"],
+            original["content"],
+        )
+        assert turn.visibility == (
+            sorted(original["visibility"]) if original["visibility"] else None
+        )
+        assert turn.tags == original["tags"]
+        assert turn.hinge is original["hinge"]
+    cassia = experiment.participants.get(role="Cassia")
+    assert "Quiet Ledger" in cassia.secret
+    entry = experiment.lore.get(term="tide-script")
+    assert entry.locked and entry.origin == "dm"
+    assert [t.seq for t in entry.source_turns.all()] == [3]
+
+
+def _bad(path, value):
+    data = copy.deepcopy(demo.transcript())
+    target = data
+    *parents, last = path
+    for key in parents:
+        target = target[key]
+    target[last] = value
+    return data
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field"),
+    [
+        (("turns", 5, "visibility"), ["Gandalf"], "turns[5].visibility"),
+        (("turns", 7, "visibility"), "Thorin", "turns[7].visibility"),
+        (("turns", 3, "speaker"), "Nobody", "turns[3].speaker"),
+        (("turns", 4, "kind"), "poem", "turns[4].kind"),
+        (("turns", 6, "round"), -2, "turns[6].round"),
+        (("turns", 2, "content"), "", "turns[2].content"),
+        (("turns", 2, "colour"), "red", "turns[2].colour"),
+        (("participants", 1, "role"), "DM", "participants[1].role"),
+        (("participants", 2, "kind"), "wizard", "participants[2].kind"),
+        (("lore", 0, "audience"), ["Ghost"], "lore[0].audience"),
+        (("lore", 0, "source_turns"), [999], "lore[0].source_turns"),
+        (("experiment", "config"), {"strategy": "vibes"}, "experiment.config.strategy"),
+    ],
+)
+def test_a_bad_file_stores_nothing_and_names_the_element_and_field(path, value, field):
+    before = _counts()
+    with pytest.raises(ValidationError) as caught:
+        transcripts.import_transcript(data=_bad(path, value))
+    assert field in caught.value.message_dict
+    assert _counts() == before
+
+
+def test_invalid_json_is_a_validation_error_not_a_crash():
+    with pytest.raises(ValidationError) as caught:
+        transcripts.loads("{not json")
+    assert "transcript" in caught.value.message_dict

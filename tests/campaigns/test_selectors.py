@@ -1,0 +1,91 @@
+"""Visibility is decided in one selector; these are its rules, on the real database."""
+
+import pytest
+
+from campaigns import selectors
+from campaigns.models import Turn
+from campaigns.services.experiments import participant_create
+from tests.factories import make_turn
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def log(campaign):
+    participant_create(experiment=campaign, role="Oracle", kind="judge")
+    return {
+        "public": make_turn(campaign, content="public narration"),
+        "whisper": make_turn(
+            campaign,
+            speaker="Thorin",
+            kind="whisper",
+            content="thorin whispers",
+            visibility=["Thorin", "DM"],
+        ),
+        "gm_note": make_turn(campaign, kind="gm_note", content="gm secret", visibility=["DM"]),
+        "monologue": make_turn(
+            campaign,
+            speaker="Cassia",
+            kind="monologue",
+            content="cassia thinks",
+            visibility=["Cassia"],
+        ),
+    }
+
+
+def _contents(campaign, role):
+    viewer = selectors.viewer_for_role(experiment=campaign, role=role)
+    return {t.content for t in selectors.turns_visible_to(experiment=campaign, viewer=viewer)}
+
+
+def test_a_whisper_reaches_its_sender_and_the_dm_only(campaign, log):
+    assert "thorin whispers" in _contents(campaign, "Thorin")
+    assert "thorin whispers" in _contents(campaign, "DM")
+    assert "thorin whispers" not in _contents(campaign, "Cassia")
+
+
+def test_a_gm_note_never_reaches_a_player(campaign, log):
+    assert "gm secret" in _contents(campaign, "DM")
+    assert "gm secret" not in _contents(campaign, "Thorin")
+    assert "gm secret" not in _contents(campaign, "Cassia")
+
+
+def test_the_dm_does_not_read_players_monologues(campaign, log):
+    assert "cassia thinks" in _contents(campaign, "Cassia")
+    assert "cassia thinks" not in _contents(campaign, "DM")
+
+
+def test_a_judge_reads_the_raw_log(campaign, log):
+    assert _contents(campaign, "Oracle") == {t.content for t in log.values()}
+
+
+@pytest.mark.parametrize("corrupt", ["Thorin", {"roles": ["Thorin"]}, [], [1, 2], 7, True])
+def test_corrupt_stored_visibility_fails_closed_to_dm_only(campaign, log, corrupt):
+    Turn.objects.filter(pk=log["public"].pk).update(visibility=corrupt)
+    assert "public narration" not in _contents(campaign, "Thorin")
+    assert "public narration" not in _contents(campaign, "Cassia")
+    assert "public narration" in _contents(campaign, "DM")
+    turn = Turn.objects.get(pk=log["public"].pk)
+    assert turn.effective_visibility() == ("DM",)
+
+
+def test_unknown_role_is_reported_by_name(campaign):
+    with pytest.raises(selectors.UnknownRole) as caught:
+        selectors.viewer_for_role(experiment=campaign, role="Gandalf")
+    assert "Gandalf" in str(caught.value)
+
+
+def test_a_secret_is_read_by_its_owner_and_public_after_its_reveal_round(campaign):
+    cassia = campaign.participants.get(role="Cassia")
+    cassia.secret, cassia.reveal_round = "steal the codex", 5
+    thorin = selectors.viewer_for_role(experiment=campaign, role="Thorin")
+    me = selectors.viewer_for_role(experiment=campaign, role="Cassia")
+    assert selectors.secret_readable(participant=cassia, viewer=me, round_now=1)
+    assert not selectors.secret_readable(participant=cassia, viewer=thorin, round_now=5)
+    assert selectors.secret_readable(participant=cassia, viewer=thorin, round_now=6)
+
+
+def test_experiments_list_only_what_a_user_may_see(campaign, owner, player, stranger):
+    assert list(selectors.experiments_for_user(owner)) == [campaign]
+    assert list(selectors.experiments_for_user(player)) == [campaign]
+    assert list(selectors.experiments_for_user(stranger)) == []

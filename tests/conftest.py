@@ -1,0 +1,68 @@
+"""Shared fixtures: personas (owner, dm, player, other_player, stranger) and campaigns."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
+
+from tests.factories import make_experiment, make_user
+
+hypothesis_settings.register_profile(
+    "default", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+hypothesis_settings.register_profile(
+    "ci", deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+
+@pytest.fixture(autouse=True)
+def _eager_celery(settings):
+    """Unit tests run Celery eagerly; integration tests opt into the real broker."""
+    from babel_site.celery import app
+
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    yield
+    app.conf.task_always_eager = previous
+
+
+@pytest.fixture
+def owner(db):
+    return make_user("owner")
+
+
+@pytest.fixture
+def stranger(db):
+    return make_user("stranger")
+
+
+@pytest.fixture
+def staff_user(db):
+    return make_user("staffer", is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def campaign(db, owner):
+    """An experiment owned by `owner` with a DM and two players, Thorin and Cassia."""
+    return make_experiment(owner=owner)
+
+
+@pytest.fixture
+def player(campaign):
+    """The user who plays Thorin."""
+    user = make_user("thorin_player")
+    campaign.participants.filter(role="Thorin").update(user=user)
+    return user
+
+
+@pytest.fixture
+def other_player(campaign):
+    """The user who plays Cassia."""
+    user = make_user("cassia_player")
+    campaign.participants.filter(role="Cassia").update(user=user)
+    return user

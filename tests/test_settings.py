@@ -1,0 +1,66 @@
+"""Settings come from the environment; a bad value fails at start, naming the variable."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+PROBE = (
+    "import django; django.setup(); from django.conf import settings; "
+    "print(settings.DATABASES['default']['ENGINE'], settings.CELERY_TASK_ALWAYS_EAGER)"
+)
+
+
+def _start(**env):
+    clean = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    clean.update(env)
+    return subprocess.run(
+        [sys.executable, "-c", PROBE],
+        cwd=ROOT,
+        env={**clean, "DJANGO_SETTINGS_MODULE": "babel_site.settings"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_embedded_default_is_sqlite_with_eager_celery():
+    result = _start()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["django.db.backends.sqlite3", "True"]
+
+
+def test_a_postgres_url_selects_psycopg_and_a_redis_url_a_real_broker():
+    result = _start(
+        DATABASE_URL="postgres://u@127.0.0.1:5432/x", REDIS_URL="redis://127.0.0.1:6379/0"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["django.db.backends.postgresql", "False"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("DJANGO_DEBUG", "maybe"),
+        ("DATABASE_URL", "mysql://x"),
+        ("REDIS_URL", "http://127.0.0.1:6379"),
+        ("OPENAI_BASE_URL", "ftp://models"),
+        ("BABEL_MAX_CONTENT_CHARS", "lots"),
+    ],
+)
+def test_a_bad_value_fails_at_start_naming_the_variable(name, value):
+    result = _start(**{name: value})
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert name in result.stderr
+
+
+def test_production_mode_requires_a_secret_key():
+    result = _start(DJANGO_DEBUG="false", DJANGO_SECRET_KEY="")
+    assert result.returncode != 0
+    assert "DJANGO_SECRET_KEY" in result.stderr
