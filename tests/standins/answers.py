@@ -76,6 +76,8 @@ def json_answer(prompt: str, schema: dict | None, behaviour: str) -> str:
             data.pop("open_threads")
     elif "definition" in props or (not props and "define" in prompt.lower()):
         data = {"definition": f"A coined term defined by the model {STANDIN_MARK}."}
+        if behaviour == "missing_heading":
+            data = {}  # the one required field is missing
     elif schema:
         filled = _fill(schema)
         data = filled if isinstance(filled, dict) else {"value": filled}
