@@ -7,6 +7,8 @@ Visibility values are validated in one place (`services.visibility.clean_visibil
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -406,3 +408,46 @@ class VisibilityChange(models.Model):
     def __str__(self) -> str:
         target = f"turn {self.turn_id}" if self.turn_id else f"participant {self.participant_id}"
         return f"Reveal of {target} at R{self.round}"
+
+
+class Job(models.Model):
+    """Background work a user started (a round, a /checkpoint…), with its progress.
+
+    `GET /api/tasks/{id}/` and the console's progress bars read this, never Celery's own
+    result store, so task status is authorised like everything else in the experiment.
+    """
+
+    class Kind(models.TextChoices):
+        ROUND = "round", "Round"
+        CHECKPOINT = "checkpoint", "/checkpoint"
+        COMPRESS = "compress", "/compress"
+        CLEAR = "clear", "/clear"
+        SUMMARIZE = "summarize", "Summarize"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="jobs")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    progress = models.PositiveSmallIntegerField(default=0, help_text="0–100.")
+    message = models.CharField(max_length=500, blank=True)
+    result = models.JSONField(default=dict, blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(progress__lte=100), name="job_progress_max_100"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.status} ({self.progress}%)"

@@ -1,0 +1,152 @@
+"""Model rows → the context engine's frozen dataclasses. No queries happen here.
+
+Stored visibility is re-read with `parse_stored_visibility` (corrupt → DM-only), the same
+rule the SQL side of `campaigns.selectors` applies, so the engine's own filter agrees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.conf import settings
+
+from campaigns.models import ContextEvent, Experiment, LoreEntry, Participant, Summary, Turn
+from campaigns.models import WorldState as WorldStateModel
+from campaigns.services.validation import effective_config
+from context_engine.llm.factory import LLMSettings
+from context_engine.types import (
+    ContextEventView,
+    DigestView,
+    LoreView,
+    PackConfig,
+    ParticipantView,
+    StateFieldView,
+    TurnView,
+    WorldStateView,
+)
+from context_engine.visibility import parse_stored_visibility
+
+
+def llm_settings() -> LLMSettings:
+    """The model backends configured in Django settings (read once from the environment)."""
+    return LLMSettings(
+        gemini_api_key=settings.GEMINI_API_KEY or None,
+        gemini_base_url=settings.GEMINI_BASE_URL or None,
+        openai_base_url=settings.OPENAI_BASE_URL or None,
+        openai_api_key=settings.OPENAI_API_KEY or None,
+        timeout_seconds=float(settings.LLM_TIMEOUT_SECONDS),
+    )
+
+
+def pack_config(experiment: Experiment) -> PackConfig:
+    config = effective_config(experiment.config)
+    return PackConfig(
+        strategy=config["strategy"],
+        budgets=tuple(config["budgets"].items()),
+        hot_window_rounds=config["hot_window_rounds"],
+        hinge_quota=config["hinge_quota"],
+        hinge_ttl_rounds=config["hinge_ttl_rounds"],
+        retrieval_preset=config["retrieval_preset"],
+        lend_unused_budget=config["lend_unused_budget"],
+        show_whisper_existence=config["show_whisper_existence"],
+    )
+
+
+def turn_view(turn: Turn, dm_roles: tuple[str, ...] = ("DM",), *, redact: bool = False) -> TurnView:
+    """A turn for the engine. ``redact`` keeps only its existence (no content, no tags)."""
+    return TurnView(
+        id=turn.pk,
+        seq=turn.seq,
+        round=turn.round,
+        speaker=turn.speaker,
+        kind=turn.kind,
+        content="" if redact else turn.content,
+        visibility=parse_stored_visibility(turn.visibility, dm_roles),
+        tags=() if redact else tuple(turn.tags or ()),
+        hinge=turn.hinge,
+        tokens=0 if redact else turn.tokens,
+    )
+
+
+def turn_views(turns: Iterable[Turn], dm_roles: tuple[str, ...] = ("DM",)) -> tuple[TurnView, ...]:
+    return tuple(turn_view(turn, dm_roles) for turn in turns)
+
+
+def participant_view(participant: Participant) -> ParticipantView:
+    return ParticipantView(
+        role=participant.role,
+        kind=participant.kind,
+        model=participant.model,
+        bio=participant.bio,
+        identity=participant.identity,
+        secret=participant.secret,
+        reveal_round=participant.reveal_round,
+    )
+
+
+def lore_view(entry: LoreEntry, dm_roles: tuple[str, ...] = ("DM",)) -> LoreView:
+    return LoreView(
+        id=entry.pk,
+        term=entry.term,
+        category=entry.category,
+        definition=entry.definition,
+        audience=parse_stored_visibility(entry.audience, dm_roles),
+        status=entry.status,
+        origin=entry.origin,
+        locked=entry.locked,
+        first_seen_round=entry.first_seen_round,
+        last_seen_round=entry.last_seen_round,
+        mention_count=entry.mention_count,
+        valid_from_round=entry.valid_from_round,
+        invalid_from_round=entry.invalid_from_round,
+    )
+
+
+def digest_view(summary: Summary | None, dm_roles: tuple[str, ...] = ("DM",)) -> DigestView | None:
+    if summary is None:
+        return None
+    return DigestView(
+        audience=parse_stored_visibility(summary.audience, dm_roles),
+        round_from=summary.round_from,
+        round_to=summary.round_to,
+        text=summary.text,
+        sections=tuple((str(h), str(b)) for h, b in (summary.sections or ())),
+        method=summary.method,
+        version=summary.version,
+        source_turn_ids=tuple(summary.source_turn_ids or ()),
+    )
+
+
+def world_state_view(state: WorldStateModel | None) -> WorldStateView:
+    if state is None:
+        return WorldStateView()
+    fields = []
+    for name in sorted(state.fields or {}):
+        raw = state.fields[name]
+        if isinstance(raw, dict):
+            fields.append(
+                StateFieldView(
+                    name=name,
+                    value=str(raw.get("value", "")),
+                    mutations=int(raw.get("mutations", 1) or 1),
+                    last_mutated_round=int(raw.get("last_mutated_round", 0) or 0),
+                    audience=(
+                        parse_stored_visibility(raw["audience"]) if raw.get("audience") else None
+                    ),
+                )
+            )
+        else:
+            fields.append(StateFieldView(name=name, value=str(raw)))
+    flags = tuple(sorted((str(k), bool(v)) for k, v in (state.flags or {}).items()))
+    return WorldStateView(
+        flags=flags, fields=tuple(fields), last_updated_round=state.last_updated_round
+    )
+
+
+def event_view(event: ContextEvent) -> ContextEventView:
+    return ContextEventView(
+        command=event.command,
+        round=event.round,
+        seq=event.seq,
+        cleared_without_checkpoint=event.cleared_without_checkpoint,
+    )
