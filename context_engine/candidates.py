@@ -102,6 +102,7 @@ def gather(inp: PackInput, *, keep_all_monologues: bool = False) -> View:
                     f"turn:{old.id}",
                     "summarised",
                     "older monologue: condensed in the strategic summary",
+                    cause="window",
                 )
             )
         else:
@@ -112,6 +113,7 @@ def gather(inp: PackInput, *, keep_all_monologues: bool = False) -> View:
                     "dropped",
                     "older monologue: only the last 2 are kept raw and there is "
                     "no strategic summary yet",
+                    cause="window",
                 )
             )
     turns = tuple(sorted(readable + keep, key=lambda t: (t.seq, t.id)))

@@ -87,7 +87,9 @@ def _needs(config: PackConfig, current_round: int) -> HistoryNeeds:
     if strategy == "full_history":
         return HistoryNeeds(full=True, cut_seq=cut_seq)
     if strategy == "sliding_window":
-        return HistoryNeeds(last_turns=max(config.window_turns, 0), cut_seq=cut_seq)
+        return HistoryNeeds(
+            last_turns=max(config.window_turns, 0), monologue_count=2, cut_seq=cut_seq
+        )
     if strategy == "rolling_summary":
         return HistoryNeeds(from_round=window_from, monologue_count=2, cut_seq=cut_seq)
     if strategy == "structured_state":

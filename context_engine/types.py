@@ -171,10 +171,11 @@ class HistoryNeeds:
 
     The loader takes the union of: every visible turn when ``full``; visible turns with
     ``round >= from_round``; hinge turns with ``round >= hinge_from_round``; the last
-    ``last_turns`` visible turns; the role's own last ``monologue_count`` monologues;
-    up to ``retrieval_candidates`` older turns matching the input (full-text search).
-    ``None`` means "nothing by that rule". The engine re-filters whatever it is given.
-    ``monologue_count`` is for the role's own monologues only (never other agents').
+    ``last_turns`` visible turns *not counting the role's own monologues*; the role's
+    own last ``monologue_count`` monologues; up to ``retrieval_candidates`` older turns
+    matching the input (full-text search, passed as ``PackInput.retrieval_turns`` in
+    rank order). ``None`` means "nothing by that rule". The engine re-filters whatever
+    it is given, so loading more is safe; loading less changes the pack.
     """
 
     full: bool = False
@@ -185,7 +186,8 @@ class HistoryNeeds:
     retrieval_candidates: int = 0
     cut_seq: int | None = None  # seq of the last /checkpoint or /clear, if any
     # show_whisper_existence: also load whispers the role may NOT read in the same
-    # ranges; the engine renders only "Cassia whispered to DM", never their content.
+    # ranges (for ``last_turns``: seq >= the oldest of those turns); the engine renders
+    # only "Cassia whispered to DM", never their content.
     unreadable_whispers: bool = False
 
 
@@ -230,6 +232,11 @@ class TrimEvent:
     action: str  # dropped | degraded | truncated | summarised
     reason: str
     tokens_saved: int = 0
+    # budget: cut to fit a cap · strain: a memory-strain effect (§5.2) · window: the
+    # strategy's window policy (older than the window, command cuts, monologue rule,
+    # hinge quota/TTL, condensed tiers). Only budget and strain mark a section trimmed,
+    # so ``trimmed`` does not depend on how much history the caller happened to load.
+    cause: str = "budget"
 
 
 @dataclass(frozen=True)

@@ -115,12 +115,26 @@ def round_window(view: View, rounds: int) -> tuple[list[Entry], list[TurnView]]:
 
 
 def last_window(view: View, count: int) -> tuple[list[Entry], list[TurnView]]:
-    """The last ``count`` entries (turns and stubs); the older turns."""
-    everything = [turn_entry(t) for t in view.turns] + [stub_entry(t) for t in view.stubs]
-    everything.sort(key=lambda e: (e.seq, e.ref))
-    window = everything[-count:] if count > 0 else []
-    kept = {e.ref for e in window}
-    older = [t for t in view.turns if f"turn:{t.id}" not in kept]
+    """The last ``count`` transcript turns, plus own monologues and stubs in that span.
+
+    Own monologues and whisper stubs ride along inside the span instead of using up
+    its slots, so the window counts exactly what the loader's "last N visible turns
+    (not the role's own monologues)" counts (`HistoryNeeds.last_turns`).
+    """
+    core = [t for t in view.turns if not _pinned(t, view)]
+    chosen = core[-count:] if count > 0 else []
+    start = chosen[0].seq if chosen else None
+    if start is None:
+        return [], list(core)
+
+    def inside(turn: TurnView) -> bool:
+        return turn.seq >= start
+
+    window = [turn_entry(t) for t in chosen]
+    window += [turn_entry(t) for t in view.turns if _pinned(t, view) and inside(t)]
+    window += [stub_entry(t) for t in view.stubs if inside(t)]
+    window.sort(key=lambda e: (e.seq, e.ref))
+    older = core[: len(core) - len(chosen)]
     return window, older
 
 
@@ -136,6 +150,7 @@ def window_start_event(older: list[TurnView], view: View, label: str) -> list[Tr
             f"turns:before-{label}",
             action,
             f"{len(older)} turns older than the window ({where})",
+            cause="window",
         )
     ]
 
@@ -155,7 +170,9 @@ def apply_cut(
         if entry.seq > cut.seq or entry.ref in tail or pinned:
             kept.append(entry)
         else:
-            events.append(TrimEvent("recent", entry.ref, action, cut.reason, entry.cost))
+            events.append(
+                TrimEvent("recent", entry.ref, action, cut.reason, entry.cost, cause="window")
+            )
     return kept, events
 
 
@@ -171,7 +188,9 @@ def hinge_anchors(
             continue
         if cut is not None and turn.seq <= cut.seq:
             action = "summarised" if cut.command == "checkpoint" else "dropped"
-            events.append(TrimEvent("recent", f"turn:{turn.id}", action, cut.reason))
+            events.append(
+                TrimEvent("recent", f"turn:{turn.id}", action, cut.reason, cause="window")
+            )
         elif view.now - turn.round > ttl:
             expired += 1
         else:
@@ -183,6 +202,7 @@ def hinge_anchors(
                 "hinges:expired",
                 "dropped",
                 f"{expired} hinge turns older than the {ttl}-round TTL",
+                cause="window",
             )
         )
     chosen = live[-quota:] if quota > 0 else []
@@ -193,6 +213,7 @@ def hinge_anchors(
                 f"turn:{turn.id}",
                 "dropped",
                 f"hinge quota of {quota} anchors reached: older hinges go first",
+                cause="window",
             )
         )
     return [turn_entry(t, "anchor") for t in chosen], events

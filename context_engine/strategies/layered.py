@@ -51,6 +51,7 @@ def apply_strain(
                     "dropped",
                     "strain_1: the window loses its 2 oldest turns",
                     e.cost,
+                    cause="strain",
                 )
             )
         gone = {e.ref for e in losers}
@@ -66,6 +67,7 @@ def apply_strain(
                     "summarised",
                     "strain_2: the older half of the window became the scene recap",
                     e.cost,
+                    cause="strain",
                 )
             )
         gone = {e.ref for e in recapped}
@@ -81,6 +83,7 @@ def apply_strain(
                         "dropped",
                         f"strain_3: the window is the last {strain.STRAIN3_WINDOW} turns",
                         e.cost,
+                        cause="strain",
                     )
                 )
         for e in anchors:
@@ -91,6 +94,7 @@ def apply_strain(
                     "dropped",
                     "strain_3: anchors leave; the digest holds the Hinge Index",
                     e.cost,
+                    cause="strain",
                 )
             )
         window = [e for e in window if e.ref in keep]
@@ -230,6 +234,7 @@ def build(inp: PackInput, view: View) -> Draft:
                     f"strain_3: digest prioritised, {budgets_shift} "
                     "tokens of the recent budget lent to the digest",
                     budgets_shift,
+                    cause="strain",
                 )
             )
 

@@ -221,6 +221,7 @@ def build(inp: PackInput, view: View) -> Draft:
                 "degraded",
                 "warm tier: older rounds are condensed to one line",
                 0,
+                cause="window",
             )
         )
     lines = list(kept_hot) + list(kept_warm)

@@ -71,7 +71,12 @@ def build(inp: PackInput, view: View) -> Draft:
             lines.append(bullet(entry))
             draft.events.append(
                 TrimEvent(
-                    "recent", entry.ref, "degraded", "triage: turns 4-10 are bullet points", 0
+                    "recent",
+                    entry.ref,
+                    "degraded",
+                    "triage: turns 4-10 are bullet points",
+                    0,
+                    cause="window",
                 )
             )
     lore = secs.lore_candidates(view)

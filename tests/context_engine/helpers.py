@@ -42,7 +42,7 @@ class Log:
         seq = len(self.turns) + 1
         turn = TurnView(id=100 + seq, seq=seq, round=round, speaker=speaker, kind=kind,
                         content=content,
-                        visibility=tuple(sorted(visibility)) if visibility else None,
+                        visibility=None if visibility is None else tuple(sorted(visibility)),
                         tags=tags, hinge=hinge, tokens=tokens)
         self.turns.append(turn)
         return turn
