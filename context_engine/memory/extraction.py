@@ -71,16 +71,18 @@ def _ignorable_initial(words: list[str]) -> bool:
 
     Function words, -ly adverbs and very common words are; so is any ordinary word
     directly before a title or a rare name ("Yesterday Mira", "Ask Lord Vane"). An
-    ordinary word before another ordinary capitalised word stays ("Iron Choir").
+    ordinary word before another ordinary capitalised word stays ("Iron Choir"), and so
+    does one joined by "of" ("Order of the Ember"), while one before "the" is a verb.
     """
     lower = words[0].lower()
     if lower in TITLES:
         return False
     if lower in STOPWORDS or lower.endswith("ly") or zipf(lower) >= VERY_COMMON_ZIPF:
         return True
-    if len(words) > 1 and zipf(lower) >= COMMON_ZIPF:
+    if len(words) > 1 and zipf(lower) >= NAME_ZIPF:
         following = words[1].lower()
-        return following in TITLES or zipf(following) < NAME_ZIPF
+        # "Steal the Tide Codex": an imperative before its object, not a name.
+        return following == "the" or following in TITLES or zipf(following) < NAME_ZIPF
     return False
 
 
@@ -130,7 +132,7 @@ def _candidates_in_sentence(sentence: str, ignore: set[str]) -> list[str]:
         i = j
         words = [tokens[n].group() for n in run]
         if initial(start) and _ignorable_initial(words):
-            words = words[1:]
+            words = words[2:] if len(words) > 1 and words[1] == "the" else words[1:]
         while words and words[0].lower() in _CONNECTORS:
             words = words[1:]
         if not words:

@@ -152,7 +152,7 @@ def is_coined_compound(token: str) -> bool:
 
 def _location_context(term: str, sentence: str) -> bool:
     pattern = (
-        r"\b(?:in|at|to|from|into|toward|towards|through|near|reached|reach|entered|enter)"
+        r"\b(?:in|at|into|toward|towards|through|near|reached|reach|entered|enter)"
         r"\s+(?:the\s+)?" + re.escape(term) + r"\b"
     )
     return re.search(pattern, sentence, re.IGNORECASE) is not None
@@ -167,7 +167,7 @@ def guess_category(term: str, sentence: str = "") -> str:
         return "npc"
     if last in LOCATION_WORDS or words[-1].lower() in LOCATION_WORDS:
         return "location"
-    if last in FACTION_WORDS or (capitalised and first in FACTION_WORDS and len(words) > 1):
+    if capitalised and (last in FACTION_WORDS or (first in FACTION_WORDS and len(words) > 1)):
         return "faction"
     if last in ARTIFACT_WORDS:
         return "artifact"

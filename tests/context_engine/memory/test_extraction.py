@@ -57,6 +57,10 @@ def test_ordinary_hyphenated_words_are_not_candidates(ordinary):
         ("Yesterday Mira found the key.", ["Mira"]),
         ('"Then we go," Mira says.', ["Mira"]),
         ("However, nobody came. Meanwhile rain fell.", []),
+        ("Steal the Tide Codex for them.", ["Tide Codex"]),
+        ("Confront Lord Vane at dawn.", ["Lord Vane"]),
+        ("Order of the Ember waits.", ["Order of the Ember"]),
+        ("Iron Choir marches.", ["Iron Choir"]),
     ],
 )
 def test_sentence_initial_common_words_are_ignored(text, expected):
@@ -184,3 +188,19 @@ def test_wordfreq_works_with_the_network_unreachable():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "offline ok", done.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "term", "category"),
+    [
+        ("She sold the map to Idris Vane.", "Idris Vane", "npc"),
+        ("We sleep in Lowmere tonight.", "Lowmere", "location"),
+        ("Mist hides the stilt-houses.", "stilt-houses", "term"),
+        ("The Brass Syndicate pays well.", "Brass Syndicate", "faction"),
+        ("Saltmarsh Keep burns.", "Saltmarsh Keep", "location"),
+        ("Captain Idris Vane bows.", "Captain Idris Vane", "npc"),
+    ],
+)
+def test_categories_are_guessed_from_titles_heads_and_context(text, term, category):
+    found = {c.term: c.category for c in extract_candidates(text)}
+    assert found == {term: category}
