@@ -1,12 +1,44 @@
-"""The REST API's URL table (SPEC §8). Views live in `campaigns.api`."""
+"""The REST API's URL table (SPEC §8). Views live in `campaigns.api.views`.
 
-from django.urls import path
+Ids are matched loosely (``[^/]+``) and parsed by the access helpers, so a junk or
+out-of-range id is the API's JSON 404, never Django's HTML page or a database error.
+"""
+
+from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from campaigns.api import views
+
+ID = r"(?P<id>[^/]+)"
+EXPERIMENT = rf"^experiments/{ID}"
 
 urlpatterns = [
     path("auth/token/", views.ObtainTokenView.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("experiments/", views.ExperimentListView.as_view(), name="api-experiments"),
+    re_path(rf"{EXPERIMENT}/$", views.ExperimentDetailView.as_view(), name="api-experiment"),
+    re_path(
+        rf"{EXPERIMENT}/participants/$",
+        views.ParticipantListView.as_view(),
+        name="api-participants",
+    ),
+    re_path(rf"{EXPERIMENT}/turns/$", views.TurnListView.as_view(), name="api-turns"),
+    re_path(rf"{EXPERIMENT}/lore/$", views.LoreListView.as_view(), name="api-lore"),
+    re_path(
+        rf"{EXPERIMENT}/lore/(?P<lid>[^/]+)/$",
+        views.LoreDetailView.as_view(),
+        name="api-lore-entry",
+    ),
+    re_path(rf"{EXPERIMENT}/summaries/$", views.SummaryListView.as_view(), name="api-summaries"),
+    re_path(
+        rf"{EXPERIMENT}/context/(?P<role>[^/]+)/$",
+        views.ContextView.as_view(),
+        name="api-context",
+    ),
+    re_path(rf"{EXPERIMENT}/commands/$", views.CommandView.as_view(), name="api-commands"),
+    re_path(rf"{EXPERIMENT}/rounds/$", views.RoundView.as_view(), name="api-rounds"),
+    re_path(rf"{EXPERIMENT}/export/$", views.ExportView.as_view(), name="api-export"),
+    path("import/", views.ImportView.as_view(), name="api-import"),
+    re_path(r"^tasks/(?P<task_id>[^/]+)/$", views.TaskView.as_view(), name="api-task"),
 ]

@@ -179,9 +179,14 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    # JSON in and out: form bodies would hand the services strings where they expect lists.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PAGINATION_CLASS": "campaigns.api.pagination.BabelPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "campaigns.api.schema.BabelAutoSchema",
+    # Services raise django's ValidationError keyed by field: answered as 400 {field: [...]}.
+    "EXCEPTION_HANDLER": "campaigns.api.exceptions.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Babel API",
@@ -192,6 +197,24 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "APPEND_COMPONENTS": {
+        "schemas": {
+            "Error": {
+                "type": "object",
+                "description": "Field name → list of messages, or {'detail': message}.",
+                "additionalProperties": {},
+            }
+        }
+    },
+    "ENUM_NAME_OVERRIDES": {
+        "ExperimentStatusEnum": "campaigns.models.Experiment.Status",
+        "JobStatusEnum": "campaigns.models.Job.Status",
+        "LoreStatusEnum": "campaigns.models.LoreEntry.Status",
+        "TurnKindEnum": "campaigns.models.Turn.Kind",
+        "ParticipantKindEnum": "campaigns.models.Participant.Kind",
+        "JobKindEnum": "campaigns.models.Job.Kind",
+        "SummaryKindEnum": "campaigns.models.Summary.Kind",
+    },
 }
 
 # --- i18n, static -----------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""DRF views. Thin: parse, authorize, call one service or selector, render."""
+"""`POST /api/auth/token/`: a token for ``Authorization: Token …``."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ class ObtainTokenView(ObtainAuthToken):
 
     @extend_schema(
         request=inline_serializer(
-            "TokenRequest",
+            "Token",
             {"username": serializers.CharField(), "password": serializers.CharField()},
         ),
         responses=inline_serializer("TokenResponse", {"token": serializers.CharField()}),
+        auth=[],
     )
     def post(self, request, *args, **kwargs):
         return super().post(request, *args, **kwargs)

@@ -1,0 +1,50 @@
+"""API serializers, by resource. They shape data; services and selectors hold the logic."""
+
+from campaigns.api.serializers.base import StrictSerializer
+from campaigns.api.serializers.experiments import (
+    ExperimentCreateSerializer,
+    ExperimentSerializer,
+    ExperimentUpdateSerializer,
+    ParticipantCreateSerializer,
+    ParticipantSerializer,
+)
+from campaigns.api.serializers.lore import (
+    LoreCreateSerializer,
+    LoreSerializer,
+    LoreUpdateSerializer,
+)
+from campaigns.api.serializers.memory import (
+    CommandSerializer,
+    ContextSerializer,
+    EmptySerializer,
+    JobSerializer,
+    SummarySerializer,
+)
+from campaigns.api.serializers.transcripts import TRANSCRIPT_IMPORT_SCHEMA, TranscriptSerializer
+from campaigns.api.serializers.turns import (
+    TurnCreateSerializer,
+    TurnFilterSerializer,
+    TurnSerializer,
+)
+
+__all__ = [
+    "TRANSCRIPT_IMPORT_SCHEMA",
+    "CommandSerializer",
+    "ContextSerializer",
+    "EmptySerializer",
+    "ExperimentCreateSerializer",
+    "ExperimentSerializer",
+    "ExperimentUpdateSerializer",
+    "JobSerializer",
+    "LoreCreateSerializer",
+    "LoreSerializer",
+    "LoreUpdateSerializer",
+    "ParticipantCreateSerializer",
+    "ParticipantSerializer",
+    "StrictSerializer",
+    "SummarySerializer",
+    "TranscriptSerializer",
+    "TurnCreateSerializer",
+    "TurnFilterSerializer",
+    "TurnSerializer",
+]

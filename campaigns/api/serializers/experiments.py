@@ -1,0 +1,120 @@
+"""Experiments and participants: output shapes and input bodies."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from campaigns.api.serializers.base import MAX_INT, StrictSerializer, round_field, text_field
+from campaigns.models import Experiment, Participant
+from campaigns.services import validation
+from context_engine.types import DEFAULT_BUDGETS, STRATEGIES
+
+_config_properties: dict[str, dict] = {
+    "strategy": {"type": "string", "enum": list(STRATEGIES)},
+    "retrieval_preset": {"type": "string", "enum": list(validation.RETRIEVAL_PRESETS)},
+    "budgets": {
+        "type": "object",
+        "properties": {
+            name: {"type": "integer", "minimum": 0, "maximum": 1_000_000}
+            for name in DEFAULT_BUDGETS
+        },
+        "additionalProperties": False,
+    },
+}
+for _key, (_low, _high) in validation._INT_KEYS.items():
+    _config_properties[_key] = {"type": "integer", "minimum": _low, "maximum": _high}
+for _key in validation._BOOL_KEYS:
+    _config_properties[_key] = {"type": "boolean"}
+for _key in validation._MODEL_KEYS:
+    _config_properties[_key] = {"type": "string", "minLength": 1, "maxLength": 100}
+
+CONFIG_SCHEMA = {
+    "type": "object",
+    "properties": _config_properties,
+    "additionalProperties": False,
+    "description": "Strategy, budgets, windows, models… Unknown keys are rejected.",
+}
+
+
+@extend_schema_field(CONFIG_SCHEMA)
+class ConfigField(serializers.JSONField):
+    """Validated by `services.validation.clean_config` (errors name ``config.KEY``)."""
+
+
+class ExperimentSerializer(serializers.ModelSerializer):
+    config = ConfigField(read_only=True)
+
+    class Meta:
+        model = Experiment
+        fields = [
+            "id",
+            "name",
+            "hook",
+            "rules",
+            "config",
+            "status",
+            "owner",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class ExperimentCreateSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=200)
+    hook = text_field(required=False, default="")
+    rules = text_field(required=False, default="")
+    config = ConfigField(required=False, default=dict)
+    status = serializers.ChoiceField(
+        choices=Experiment.Status.choices, required=False, default=Experiment.Status.DRAFT
+    )
+
+
+class ExperimentUpdateSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=200, required=False)
+    hook = text_field(required=False)
+    rules = text_field(required=False)
+    config = ConfigField(required=False)
+    status = serializers.ChoiceField(choices=Experiment.Status.choices, required=False)
+
+
+class ParticipantSerializer(serializers.ModelSerializer):
+    """``secret`` and ``identity`` are null unless the reader is entitled to them; the view
+    sets ``shown_secret`` / ``shown_identity`` from the selectors before rendering."""
+
+    secret = serializers.CharField(source="shown_secret", allow_null=True, read_only=True)
+    identity = serializers.CharField(source="shown_identity", allow_null=True, read_only=True)
+
+    class Meta:
+        model = Participant
+        fields = [
+            "id",
+            "role",
+            "kind",
+            "model",
+            "bio",
+            "identity",
+            "secret",
+            "reveal_round",
+            "order",
+            "user",
+        ]
+        read_only_fields = fields
+
+
+class ParticipantCreateSerializer(StrictSerializer):
+    role = serializers.CharField(max_length=64, trim_whitespace=False)
+    kind = serializers.ChoiceField(
+        choices=Participant.Kind.choices, required=False, default=Participant.Kind.PLAYER
+    )
+    model = serializers.CharField(max_length=100, required=False, default="human")
+    bio = text_field(required=False, default="")
+    identity = text_field(required=False, default="")
+    secret = text_field(required=False, default="")
+    reveal_round = round_field(required=False, allow_null=True, default=None)
+    order = serializers.IntegerField(min_value=0, max_value=MAX_INT, required=False)
+    user = serializers.PrimaryKeyRelatedField(
+        queryset=get_user_model().objects.all(), required=False, allow_null=True, default=None
+    )

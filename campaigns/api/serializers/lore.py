@@ -1,0 +1,61 @@
+"""World Bible entries: read through `lore_visible_to`, written by the lore services."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from campaigns.api.serializers.base import (
+    AudienceField,
+    RoleListOutField,
+    StrictSerializer,
+    round_field,
+    text_field,
+)
+from campaigns.models import LoreEntry
+
+
+class LoreSerializer(serializers.ModelSerializer):
+    audience = RoleListOutField(read_only=True)
+
+    class Meta:
+        model = LoreEntry
+        fields = [
+            "id",
+            "term",
+            "category",
+            "definition",
+            "audience",
+            "status",
+            "origin",
+            "locked",
+            "first_seen_round",
+            "last_seen_round",
+            "mention_count",
+            "valid_from_round",
+            "invalid_from_round",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class LoreCreateSerializer(StrictSerializer):
+    term = serializers.CharField(max_length=200)
+    category = serializers.ChoiceField(
+        choices=LoreEntry.Category.choices, required=False, default=LoreEntry.Category.TERM
+    )
+    definition = text_field(required=False, default="")
+    audience = AudienceField(required=False, allow_null=True, default=None)
+
+
+class LoreUpdateSerializer(StrictSerializer):
+    """The DM's corrections: a definition, a status (confirm / reject), a lock."""
+
+    definition = text_field(required=False)
+    status = serializers.ChoiceField(choices=LoreEntry.Status.choices, required=False)
+    locked = serializers.BooleanField(required=False)
+    invalid_from_round = round_field(
+        required=False,
+        allow_null=True,
+        help_text="The story round from which the fact is no longer true (null: true again).",
+    )

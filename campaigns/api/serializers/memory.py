@@ -1,0 +1,98 @@
+"""Summaries, prompt packs (context), commands and background jobs."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from campaigns.api.serializers.base import RoleListOutField, StrictSerializer
+from campaigns.models import ContextEvent, Job, Summary
+
+
+class SummarySerializer(serializers.ModelSerializer):
+    audience = RoleListOutField(read_only=True)
+    sections = serializers.ListField(
+        child=serializers.ListField(child=serializers.CharField()),
+        read_only=True,
+        help_text="[[heading, body], …]",
+    )
+    source_turn_ids = serializers.ListField(child=serializers.IntegerField(), read_only=True)
+
+    class Meta:
+        model = Summary
+        fields = [
+            "id",
+            "kind",
+            "audience",
+            "round_from",
+            "round_to",
+            "covered_seq",
+            "text",
+            "sections",
+            "source_turn_ids",
+            "method",
+            "model",
+            "version",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class ContextSectionSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    budget = serializers.IntegerField()
+    tokens = serializers.IntegerField()
+    text = serializers.CharField(allow_blank=True)
+    trimmed = serializers.BooleanField()
+
+
+class ChatMessageSerializer(serializers.Serializer):
+    role = serializers.CharField()
+    content = serializers.CharField(allow_blank=True)
+
+
+class ContextSerializer(serializers.Serializer):
+    """The shape of `context_engine.render.pack_to_dict` (schema only)."""
+
+    role = serializers.CharField()
+    strategy = serializers.CharField()
+    budget = serializers.IntegerField(help_text="Total token budget.")
+    total_tokens = serializers.IntegerField()
+    pressure = serializers.FloatField()
+    strain = serializers.ChoiceField(choices=["normal", "strain_1", "strain_2", "strain_3"])
+    sections = ContextSectionSerializer(many=True)
+    messages = ChatMessageSerializer(many=True)
+
+
+class CommandSerializer(StrictSerializer):
+    command = serializers.ChoiceField(choices=ContextEvent.Command.choices)
+    role = serializers.CharField(
+        max_length=64,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="One agent's memory; omitted = every agent.",
+    )
+
+
+class EmptySerializer(StrictSerializer):
+    """A body with no fields (``{}`` or nothing); anything else is an unknown field."""
+
+
+class JobSerializer(serializers.ModelSerializer):
+    task_id = serializers.UUIDField(source="id", read_only=True)
+    result = serializers.JSONField(source="shown_result", read_only=True, allow_null=True)
+
+    class Meta:
+        model = Job
+        fields = [
+            "task_id",
+            "experiment",
+            "kind",
+            "status",
+            "progress",
+            "message",
+            "result",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields

@@ -1,0 +1,90 @@
+"""The transcript format (SPEC §8) as documentation for the OpenAPI schema.
+
+Import and export go through `campaigns.services.transcripts`, which owns the format
+and its validation; these serializers only describe it.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from campaigns.api.serializers.base import RoleListOutField
+from campaigns.api.serializers.experiments import ConfigField
+from campaigns.models import Experiment, LoreEntry, Participant, Turn
+from campaigns.services.transcripts import FORMAT
+
+
+class TranscriptExperimentSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    hook = serializers.CharField(allow_blank=True)
+    rules = serializers.CharField(allow_blank=True)
+    config = ConfigField()
+    status = serializers.ChoiceField(choices=Experiment.Status.choices)
+
+
+class TranscriptParticipantSerializer(serializers.Serializer):
+    role = serializers.CharField()
+    kind = serializers.ChoiceField(choices=Participant.Kind.choices)
+    model = serializers.CharField()
+    bio = serializers.CharField(allow_blank=True)
+    identity = serializers.CharField(allow_blank=True)
+    secret = serializers.CharField(allow_blank=True)
+    reveal_round = serializers.IntegerField(allow_null=True)
+    order = serializers.IntegerField()
+
+
+class TranscriptTurnSerializer(serializers.Serializer):
+    round = serializers.IntegerField()
+    speaker = serializers.CharField()
+    kind = serializers.ChoiceField(choices=Turn.Kind.choices)
+    content = serializers.CharField()
+    visibility = RoleListOutField()
+    tags = serializers.ListField(child=serializers.CharField())
+    hinge = serializers.BooleanField()
+    needs_review = serializers.BooleanField(required=False)
+
+
+class TranscriptLoreSerializer(serializers.Serializer):
+    term = serializers.CharField()
+    category = serializers.ChoiceField(choices=LoreEntry.Category.choices)
+    definition = serializers.CharField(allow_blank=True)
+    audience = RoleListOutField()
+    status = serializers.ChoiceField(choices=LoreEntry.Status.choices)
+    origin = serializers.ChoiceField(choices=LoreEntry.Origin.choices)
+    locked = serializers.BooleanField()
+    first_seen_round = serializers.IntegerField()
+    last_seen_round = serializers.IntegerField()
+    mention_count = serializers.IntegerField()
+    valid_from_round = serializers.IntegerField(allow_null=True)
+    invalid_from_round = serializers.IntegerField(allow_null=True)
+    source_turns = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Indexes into `turns`."
+    )
+
+
+class TranscriptSerializer(serializers.Serializer):
+    format = serializers.ChoiceField(choices=[FORMAT])
+    experiment = TranscriptExperimentSerializer()
+    participants = TranscriptParticipantSerializer(many=True)
+    turns = TranscriptTurnSerializer(many=True, help_text="In seq order.")
+    lore = TranscriptLoreSerializer(many=True)
+
+
+# The import body, as loosely as the importer accepts it: the importer checks every
+# element and answers 400 naming it (e.g. ``turns[3].visibility``).
+TRANSCRIPT_IMPORT_SCHEMA = {
+    "type": "object",
+    "description": (
+        f"A transcript as `GET /api/experiments/{{id}}/export/` returns it ({FORMAT}). "
+        "Unknown fields at any level are rejected."
+    ),
+    "properties": {
+        "format": {"type": "string", "enum": [FORMAT]},
+        "experiment": {"type": "object"},
+        "participants": {"type": "array", "items": {"type": "object"}},
+        "turns": {"type": "array", "items": {"type": "object"}},
+        "lore": {"type": "array", "items": {"type": "object"}},
+    },
+    "required": ["experiment", "participants", "turns"],
+    "additionalProperties": False,
+}

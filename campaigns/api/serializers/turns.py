@@ -1,0 +1,56 @@
+"""Turns: the log, read through the visibility selector and written by `turn_create`."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from campaigns.api.serializers.base import (
+    AudienceField,
+    RoleListOutField,
+    StrictSerializer,
+    round_field,
+    text_field,
+)
+from campaigns.models import Turn
+
+
+class TurnSerializer(serializers.ModelSerializer):
+    visibility = RoleListOutField(read_only=True)
+    tags = serializers.ListField(child=serializers.CharField(), read_only=True)
+
+    class Meta:
+        model = Turn
+        fields = [
+            "id",
+            "seq",
+            "round",
+            "speaker",
+            "kind",
+            "content",
+            "visibility",
+            "tags",
+            "hinge",
+            "needs_review",
+            "tokens",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class TurnCreateSerializer(StrictSerializer):
+    round = round_field()
+    speaker = serializers.CharField(max_length=64, trim_whitespace=False)
+    kind = serializers.ChoiceField(choices=Turn.Kind.choices)
+    content = text_field(help_text="At most the experiment's content limit (default 100,000).")
+    visibility = AudienceField(required=False, allow_null=True, default=None)
+    tags = serializers.ListField(
+        child=serializers.CharField(trim_whitespace=False), required=False, default=list
+    )
+    hinge = serializers.BooleanField(required=False, default=False)
+
+
+class TurnFilterSerializer(serializers.Serializer):
+    """``?round=`` and ``?kind=`` of the turn list (``?as=`` is read by the view)."""
+
+    round = round_field(required=False)
+    kind = serializers.ChoiceField(choices=Turn.Kind.choices, required=False)

@@ -1,0 +1,31 @@
+"""DRF views. Thin: parse, authorize (`campaigns.api.access`), call one service or
+selector, render. Split by resource."""
+
+from campaigns.api.views.auth import ObtainTokenView
+from campaigns.api.views.experiments import (
+    ExperimentDetailView,
+    ExperimentListView,
+    ParticipantListView,
+)
+from campaigns.api.views.jobs import RoundView, TaskView
+from campaigns.api.views.lore import LoreDetailView, LoreListView
+from campaigns.api.views.memory import CommandView, ContextView, SummaryListView
+from campaigns.api.views.transcripts import ExportView, ImportView
+from campaigns.api.views.turns import TurnListView
+
+__all__ = [
+    "CommandView",
+    "ContextView",
+    "ExperimentDetailView",
+    "ExperimentListView",
+    "ExportView",
+    "ImportView",
+    "LoreDetailView",
+    "LoreListView",
+    "ObtainTokenView",
+    "ParticipantListView",
+    "RoundView",
+    "SummaryListView",
+    "TaskView",
+    "TurnListView",
+]

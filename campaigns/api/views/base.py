@@ -1,0 +1,35 @@
+"""Shared pieces of the API views: OpenAPI parameters and input parsing."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework.generics import GenericAPIView
+
+EXPERIMENT_ID = OpenApiParameter(
+    "id", OpenApiTypes.INT, OpenApiParameter.PATH, description="Experiment id."
+)
+AS_ROLE = OpenApiParameter(
+    "as",
+    OpenApiTypes.STR,
+    OpenApiParameter.QUERY,
+    description=(
+        "Read as this role (owner and staff; judges may narrow). A user linked to a "
+        "participant always reads their own role's view, whatever this says."
+    ),
+)
+
+
+def validated(serializer_class, data, **kwargs) -> dict:
+    """Shape-check a body with an input serializer; 400 naming the fields otherwise."""
+    serializer = serializer_class(data=data, **kwargs)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+class ApiView(GenericAPIView):
+    """Base of the API views: no model magic, every method says what it does."""
+
+    def paginated(self, queryset, serializer_class):
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(serializer_class(page, many=True).data)

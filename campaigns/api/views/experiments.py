@@ -1,0 +1,115 @@
+"""Experiments and their participants."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+
+from campaigns import selectors
+from campaigns.api.access import get_experiment_for, reading_viewer
+from campaigns.api.serializers import (
+    ExperimentCreateSerializer,
+    ExperimentSerializer,
+    ExperimentUpdateSerializer,
+    ParticipantCreateSerializer,
+    ParticipantSerializer,
+)
+from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
+from campaigns.models import Participant
+from campaigns.selectors import Viewer
+from campaigns.services.experiments import (
+    experiment_create,
+    experiment_update,
+    participant_create,
+)
+
+
+class ExperimentListView(ApiView):
+    """`GET, POST /api/experiments/`: the experiments this user may see; create one."""
+
+    serializer_class = ExperimentSerializer
+
+    def get_queryset(self):
+        return selectors.experiments_for_user(self.request.user).order_by("-created_at", "-id")
+
+    @extend_schema(responses=ExperimentSerializer(many=True))
+    def get(self, request):
+        return self.paginated(self.get_queryset(), ExperimentSerializer)
+
+    @extend_schema(request=ExperimentCreateSerializer, responses={201: ExperimentSerializer})
+    def post(self, request):
+        data = validated(ExperimentCreateSerializer, request.data)
+        experiment = experiment_create(owner=request.user, **data)
+        return Response(ExperimentSerializer(experiment).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(parameters=[EXPERIMENT_ID])
+class ExperimentDetailView(ApiView):
+    """`GET, PATCH, DELETE /api/experiments/{id}/`."""
+
+    serializer_class = ExperimentSerializer
+
+    @extend_schema(responses=ExperimentSerializer)
+    def get(self, request, id):
+        access = get_experiment_for(request.user, id)
+        return Response(ExperimentSerializer(access.experiment).data)
+
+    @extend_schema(request=ExperimentUpdateSerializer, responses=ExperimentSerializer)
+    def patch(self, request, id):
+        access = get_experiment_for(request.user, id, write=True)
+        changes = validated(ExperimentUpdateSerializer, request.data)
+        experiment = experiment_update(experiment=access.experiment, **changes)
+        return Response(ExperimentSerializer(experiment).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, id):
+        access = get_experiment_for(request.user, id, write=True)
+        with transaction.atomic():
+            access.experiment.delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _identity_readable(participant: Participant, viewer: Viewer) -> bool:
+    """A participant's system prompt: the same readers as its secret, never revealed.
+
+    The selector's rule with no reveal round (``round_now=-1`` is before any round).
+    """
+    return selectors.secret_readable(participant=participant, viewer=viewer, round_now=-1)
+
+
+@extend_schema(parameters=[EXPERIMENT_ID])
+class ParticipantListView(ApiView):
+    """`GET, POST /api/experiments/{id}/participants/`.
+
+    ``secret`` (and ``identity``) are null for readers not entitled to them
+    (`selectors.secret_readable`): a player reads their own, judges and the owner all.
+    """
+
+    serializer_class = ParticipantSerializer
+
+    @extend_schema(parameters=[AS_ROLE], responses=ParticipantSerializer(many=True))
+    def get(self, request, id):
+        access = get_experiment_for(request.user, id)
+        viewer = reading_viewer(access, request.query_params.get("as"))
+        round_now = selectors.current_round(experiment=access.experiment)
+        page = self.paginate_queryset(access.experiment.participants.order_by("order", "id"))
+        for participant in page:
+            readable = selectors.secret_readable(
+                participant=participant, viewer=viewer, round_now=round_now
+            )
+            participant.shown_secret = participant.secret if readable else None
+            participant.shown_identity = (
+                participant.identity if _identity_readable(participant, viewer) else None
+            )
+        return self.get_paginated_response(ParticipantSerializer(page, many=True).data)
+
+    @extend_schema(request=ParticipantCreateSerializer, responses={201: ParticipantSerializer})
+    def post(self, request, id):
+        access = get_experiment_for(request.user, id, write=True)
+        data = validated(ParticipantCreateSerializer, request.data)
+        participant = participant_create(experiment=access.experiment, **data)
+        participant.shown_secret = participant.secret
+        participant.shown_identity = participant.identity
+        return Response(ParticipantSerializer(participant).data, status=status.HTTP_201_CREATED)

@@ -1,0 +1,44 @@
+"""Background work: `POST …/rounds/` starts a round; `GET /api/tasks/{task_id}/` polls it."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+
+from campaigns.api.access import get_experiment_for, get_job_for
+from campaigns.api.serializers import EmptySerializer, JobSerializer
+from campaigns.api.views.base import EXPERIMENT_ID, ApiView, validated
+
+
+@extend_schema(parameters=[EXPERIMENT_ID])
+class RoundView(ApiView):
+    serializer_class = EmptySerializer
+
+    @extend_schema(request=EmptySerializer, responses={202: JobSerializer})
+    def post(self, request, id):
+        """Run the next round (DM, then each player, then whisper answers) in the background."""
+        from campaigns.services.relay import round_start
+
+        access = get_experiment_for(request.user, id, write=True)
+        validated(EmptySerializer, request.data)
+        job = round_start(experiment=access.experiment, user=request.user)
+        job.shown_result = job.result
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+@extend_schema(parameters=[OpenApiParameter("task_id", OpenApiTypes.UUID, OpenApiParameter.PATH)])
+class TaskView(ApiView):
+    serializer_class = JobSerializer
+
+    @extend_schema(responses=JobSerializer)
+    def get(self, request, task_id):
+        """A job's status and progress (0–100), authorised through its experiment.
+
+        ``result`` is shown to the experiment's owner and staff only: a job's result may
+        name things a player's role does not read.
+        """
+        job, access = get_job_for(request.user, task_id)
+        job.shown_result = job.result if access.can_edit else None
+        return Response(JobSerializer(job).data)

@@ -1,0 +1,94 @@
+"""Memory: digests (`…/summaries/`), prompt packs (`…/context/{role}/`), and commands."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+
+from campaigns import selectors
+from campaigns.api.access import check_context_role, get_experiment_for, reading_viewer
+from campaigns.api.serializers import (
+    CommandSerializer,
+    ContextSerializer,
+    JobSerializer,
+    SummarySerializer,
+)
+from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
+from campaigns.services.context import pack_for_role
+from context_engine.render import pack_to_dict
+
+
+@extend_schema(parameters=[EXPERIMENT_ID])
+class SummaryListView(ApiView):
+    serializer_class = SummarySerializer
+
+    @extend_schema(parameters=[AS_ROLE], responses=SummarySerializer(many=True))
+    def get(self, request, id):
+        """Digests and strategic summaries whose audience includes the reader."""
+        access = get_experiment_for(request.user, id)
+        viewer = reading_viewer(access, request.query_params.get("as"))
+        summaries = selectors.summaries_visible_to(experiment=access.experiment, viewer=viewer)
+        return self.paginated(
+            summaries.order_by("kind", "audience_key", "-version", "id"), SummarySerializer
+        )
+
+
+@extend_schema(
+    parameters=[
+        EXPERIMENT_ID,
+        OpenApiParameter("role", OpenApiTypes.STR, OpenApiParameter.PATH),
+    ]
+)
+class ContextView(ApiView):
+    serializer_class = ContextSerializer
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "input",
+                OpenApiTypes.STR,
+                OpenApiParameter.QUERY,
+                description="The current instruction / user input (section 8).",
+            ),
+            OpenApiParameter(
+                "debug",
+                OpenApiTypes.BOOL,
+                OpenApiParameter.QUERY,
+                description="Add the trim log, warnings and per-section items.",
+            ),
+        ],
+        responses=ContextSerializer,
+    )
+    def get(self, request, id, role):
+        """The prompt pack ``role`` would receive now. Players read only their own."""
+        access = get_experiment_for(request.user, id)
+        check_context_role(access, role)
+        pack = pack_for_role(
+            experiment=access.experiment,
+            role=role,
+            input_text=request.query_params.get("input", ""),
+        )
+        debug = request.query_params.get("debug", "").lower() in {"1", "true", "yes"}
+        return Response(pack_to_dict(pack, debug=debug))
+
+
+@extend_schema(parameters=[EXPERIMENT_ID])
+class CommandView(ApiView):
+    serializer_class = CommandSerializer
+
+    @extend_schema(request=CommandSerializer, responses={202: JobSerializer})
+    def post(self, request, id):
+        """/checkpoint, /compress or /clear, as background work: answers the task to poll."""
+        from campaigns.services.memory import run_command
+
+        access = get_experiment_for(request.user, id, write=True)
+        data = validated(CommandSerializer, request.data)
+        try:
+            job = run_command(experiment=access.experiment, user=request.user, **data)
+        except selectors.UnknownRole as exc:
+            raise ValidationError({"role": [str(exc)]}) from None
+        job.shown_result = job.result
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)

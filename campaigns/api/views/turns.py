@@ -1,0 +1,64 @@
+"""`GET, POST /api/experiments/{id}/turns/`: the log as one role reads it; post a turn."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+
+from campaigns import selectors
+from campaigns.api.access import check_turn_post, get_experiment_for, reading_viewer
+from campaigns.api.serializers import TurnCreateSerializer, TurnFilterSerializer, TurnSerializer
+from campaigns.api.serializers.base import MAX_INT
+from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
+from campaigns.models import Turn
+from campaigns.services.turns import turn_create
+
+
+@extend_schema(parameters=[EXPERIMENT_ID])
+class TurnListView(ApiView):
+    serializer_class = TurnSerializer
+
+    @extend_schema(
+        parameters=[
+            AS_ROLE,
+            OpenApiParameter(
+                "round",
+                {"type": "integer", "minimum": 0, "maximum": MAX_INT},
+                OpenApiParameter.QUERY,
+                description="Only this round.",
+            ),
+            OpenApiParameter(
+                "kind",
+                OpenApiTypes.STR,
+                OpenApiParameter.QUERY,
+                enum=Turn.Kind.values,
+                description="Only turns of this kind.",
+            ),
+        ],
+        responses=TurnSerializer(many=True),
+    )
+    def get(self, request, id):
+        """The turns the reader may see, in seq order, filtered by ``?round=`` / ``?kind=``."""
+        access = get_experiment_for(request.user, id)
+        viewer = reading_viewer(access, request.query_params.get("as"))
+        filters = validated(
+            TurnFilterSerializer,
+            {
+                key: request.query_params[key]
+                for key in ("round", "kind")
+                if key in request.query_params
+            },
+        )
+        turns = selectors.turns_visible_to(experiment=access.experiment, viewer=viewer)
+        return self.paginated(turns.filter(**filters).order_by("seq"), TurnSerializer)
+
+    @extend_schema(request=TurnCreateSerializer, responses={201: TurnSerializer})
+    def post(self, request, id):
+        """Post a turn. A linked player posts only as their role, only what they may read."""
+        access = get_experiment_for(request.user, id)
+        data = validated(TurnCreateSerializer, request.data)
+        check_turn_post(access, data)
+        turn = turn_create(experiment=access.experiment, **data)
+        return Response(TurnSerializer(turn).data, status=status.HTTP_201_CREATED)
