@@ -142,10 +142,10 @@ def _frozen_hard(view: View, inp: PackInput, budget: int):
     used = textops.count_uncached(text) if text else 0
     events: list[TrimEvent] = []
     warnings: list[str] = []
-    items = items + [PackItem("lore", f"lore:{c.lore.id}", c.cost) for c in lore]
     if used > budget:
         base_text = render(secs.FROZEN_HEADER, base)
-        fits = textops.count(base_text) <= budget
+        base_tokens = textops.count(base_text) if base_text else 0
+        fits = base_tokens <= budget
         cut = tokens.truncate(text, budget) if fits else base_text
         saved = used - textops.count_uncached(cut)
         events.append(
@@ -158,8 +158,15 @@ def _frozen_hard(view: View, inp: PackInput, budget: int):
                 saved,
             )
         )
-        warnings.append(f"frozen: {used} tokens exceed its {budget}-token cap; hard cut")
+        if fits:
+            warnings.append(f"frozen: {used} tokens exceed its {budget}-token cap; hard cut")
+        else:
+            warnings.append(
+                f"frozen: hook and bios need {base_tokens} tokens, over the {budget}-token "
+                "budget; they are never cut"
+            )
         text, used = cut, textops.count_uncached(cut)
+    items += [PackItem("lore", f"lore:{c.lore.id}", c.cost) for c in lore if c.line in text]
     return (
         Section("frozen", budget, used, text, tuple(items), trimmed=bool(events)),
         events,
