@@ -7,11 +7,15 @@ judges: the raw log) or a role, filtered by `visibility__readable_by` in SQL.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-from django.db.models import Max, Q, QuerySet
+from django.db import connection
+from django.db.models import BooleanField, Max, Q, QuerySet
+from django.db.models.expressions import RawSQL
 
 from campaigns.models import Experiment, LoreEntry, Participant, Summary, Turn
+from context_engine.memory.vocabulary import zipf
 
 
 @dataclass(frozen=True)
@@ -71,10 +75,16 @@ def turns_visible_to(*, experiment: Experiment | int, viewer: Viewer) -> QuerySe
     """The experiment's turns this viewer may read, in seq order."""
     experiment_id = experiment if isinstance(experiment, int) else experiment.pk
     return (
-        Turn.objects.filter(experiment_id=experiment_id)
-        .filter(_readable("visibility", viewer))
-        .order_by("seq")
+        Turn.objects.filter(experiment_id=experiment_id).filter(_turn_rule(viewer)).order_by("seq")
     )
+
+
+def _turn_rule(viewer: Viewer) -> Q:
+    """The turn-visibility condition for one viewer (the SQL half of the rules)."""
+    if viewer.omniscient:
+        return Q()
+    # A monologue is its speaker's alone, whatever its stored visibility says.
+    return _readable("visibility", viewer) & (~Q(kind=Turn.Kind.MONOLOGUE) | Q(speaker=viewer.role))
 
 
 def lore_visible_to(*, experiment: Experiment | int, viewer: Viewer) -> QuerySet[LoreEntry]:
@@ -132,3 +142,77 @@ def turns_as_role(*, queryset: QuerySet[Turn], role: str) -> QuerySet[Turn]:
         viewer = Viewer(role=role, omniscient=kind == "judge", is_dm=kind == "dm")
         condition |= Q(experiment_id=experiment_id) & _readable("visibility", viewer)
     return queryset.filter(condition)
+
+
+_SEARCH_WORD = re.compile(r"[a-z0-9]{3,}")
+MAX_SEARCH_WORDS = 12
+COMMON_WORD_ZIPF = 5.5
+SEARCH_SCAN_LIMIT = 500  # SQLite: look at the newest 500 matches of the experiment
+
+
+def search_words(text: str) -> list[str]:
+    """Lower-case words worth searching for, in first-seen order (safe to embed in FTS).
+
+    Very common English words ("where", "the", "did") match most turns and say nothing,
+    so words at or above COMMON_WORD_ZIPF in wordfreq's English list are left out.
+    """
+    seen: list[str] = []
+    for word in _SEARCH_WORD.findall(text.lower()):
+        if word not in seen and zipf(word) < COMMON_WORD_ZIPF:
+            seen.append(word)
+        if len(seen) == MAX_SEARCH_WORDS:
+            break
+    return seen
+
+
+def search_turns(
+    *,
+    experiment: Experiment | int,
+    viewer: Viewer,
+    text: str,
+    before_round: int | None = None,
+    limit: int = 10,
+) -> list[Turn]:
+    """Turns this viewer may read that match any word of ``text``, newest first.
+
+    Uses the database's own full-text engine (PostgreSQL tsvector + GIN, SQLite FTS5);
+    audience-filtered like every other read here.
+    """
+    words = search_words(text)
+    if not words:
+        return []
+    experiment_id = experiment if isinstance(experiment, int) else experiment.pk
+    if connection.vendor == "postgresql":
+        matching = turns_visible_to(experiment=experiment_id, viewer=viewer).filter(
+            RawSQL(
+                "to_tsvector('english'::regconfig, campaigns_turn.content) @@ "
+                "to_tsquery('english'::regconfig, %s)",
+                [" | ".join(words)],
+                output_field=BooleanField(),
+            )
+        )
+    elif connection.vendor == "sqlite":
+        matching = Turn.objects.filter(pk__in=_sqlite_matches(experiment_id, words)).filter(
+            _turn_rule(viewer)
+        )
+    else:  # pragma: no cover - only the two supported databases
+        return []
+    if before_round is not None:
+        matching = matching.filter(round__lt=before_round)
+    return [t for t in matching.order_by("-seq")[:limit] if t.experiment_id == experiment_id]
+
+
+def _sqlite_matches(experiment_id: int, words: list[str]) -> list[int]:
+    """Ids of the experiment's newest FTS5 matches (its token is in every indexed row).
+
+    Fetched apart from the rows: joined in one statement, SQLite's planner (without
+    ANALYZE statistics) walks the experiment's whole history probing the match list.
+    """
+    query = f"xexp{experiment_id} AND (" + " OR ".join(f'"{word}"' for word in words) + ")"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT rowid FROM campaigns_turn_fts WHERE campaigns_turn_fts MATCH %s "
+            "ORDER BY rowid DESC LIMIT %s",
+            [query, SEARCH_SCAN_LIMIT],
+        )
+        return [row[0] for row in cursor.fetchall()]

@@ -148,7 +148,10 @@ def import_transcript(*, data: object, owner=None) -> Experiment:
         raise ValidationError({"format": [f"Unsupported format; expected {FORMAT!r}."]})
     experiment = _import_experiment(data.get("experiment"), owner)
     roles = _import_participants(experiment, _list(data, "participants"))
-    turns = _import_turns(experiment, roles, _list(data, "turns"))
+    dm_roles = tuple(
+        experiment.participants.filter(kind=Participant.Kind.DM).values_list("role", flat=True)
+    )
+    turns = _import_turns(experiment, roles, dm_roles, _list(data, "turns"))
     _import_lore(experiment, roles, turns, _list(data, "lore", required=False))
     return experiment
 
@@ -215,7 +218,9 @@ def _import_participants(experiment: Experiment, items: list) -> set[str]:
     return set(experiment.participants.values_list("role", flat=True))
 
 
-def _import_turns(experiment: Experiment, roles: set[str], items: list) -> list[Turn]:
+def _import_turns(
+    experiment: Experiment, roles: set[str], dm_roles: tuple[str, ...], items: list
+) -> list[Turn]:
     limit = max_content_chars(experiment.config)
     rows = []
     for index, item in enumerate(items):
@@ -237,6 +242,7 @@ def _import_turns(experiment: Experiment, roles: set[str], items: list) -> list[
                 tags=item.get("tags"),
                 hinge=item.get("hinge", False),
                 content_limit=limit,
+                dm_roles=dm_roles,
             )
         except ValidationError as exc:
             raise prefix_errors(exc, prefix) from None

@@ -7,6 +7,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from campaigns.models import Experiment, Turn
+from campaigns.services.memory import commands as memory_commands
 from campaigns.services.validation import (
     clean_content,
     clean_kind,
@@ -30,6 +31,7 @@ def turn_fields(
     tags: object = None,
     hinge: object = False,
     content_limit: int,
+    dm_roles: tuple[str, ...] = (),
 ) -> dict:
     """Validate one turn's fields; returns them cleaned, token count included."""
     if not isinstance(hinge, bool):
@@ -43,8 +45,34 @@ def turn_fields(
         "tags": clean_tags(tags),
         "hinge": hinge,
     }
+    cleaned["visibility"] = _private_kinds(cleaned, dm_roles)
     cleaned["tokens"] = tokens.count(cleaned["content"])
     return cleaned
+
+
+def _private_kinds(cleaned: dict, dm_roles: tuple[str, ...]) -> list[str] | None:
+    """Kinds that are private by nature (SPEC §4) never default to public.
+
+    A monologue is its speaker's only; a GM note defaults to the DM; a whisper defaults to
+    its sender and the DM. An explicit audience that breaks these rules is a 400.
+    """
+    kind, speaker, visibility = cleaned["kind"], cleaned["speaker"], cleaned["visibility"]
+    if kind == "monologue":
+        if visibility not in (None, [speaker]):
+            raise ValidationError({"visibility": ["A monologue is visible to its speaker only."]})
+        return [speaker]
+    if kind in ("gm_note", "whisper") and visibility is None and not dm_roles:
+        raise ValidationError(
+            {"visibility": [f"This experiment has no DM: give the {kind} an explicit audience."]}
+        )
+    if kind == "gm_note" and visibility is None:
+        return sorted(dm_roles)
+    if kind == "whisper":
+        if visibility is None:
+            return sorted({speaker, *dm_roles})
+        if len(visibility) < 2 and visibility == [speaker]:
+            raise ValidationError({"visibility": ["A whisper needs at least one recipient."]})
+    return visibility
 
 
 @transaction.atomic
@@ -62,9 +90,12 @@ def turn_create(
 ) -> Turn:
     """Store one turn with the next seq. Locks the experiment row to serialise seqs."""
     locked = Experiment.objects.select_for_update().get(pk=experiment.pk)
-    roles = set(locked.participants.values_list("role", flat=True))
+    participants = list(locked.participants.values_list("role", "kind"))
+    roles = {role for role, _ in participants}
+    dm_roles = tuple(sorted(role for role, kind in participants if kind == "dm"))
     cleaned = turn_fields(
         roles=roles,
+        dm_roles=dm_roles,
         round=round,
         speaker=speaker,
         kind=kind,
@@ -74,8 +105,10 @@ def turn_create(
         hinge=hinge,
         content_limit=max_content_chars(locked.config),
     )
-    last_seq = locked.turns.aggregate(m=Max("seq"))["m"] or 0
+    last = locked.turns.aggregate(seq=Max("seq"), round=Max("round"))
     turn = Turn.objects.create(
-        experiment=locked, seq=last_seq + 1, needs_review=needs_review, **cleaned
+        experiment=locked, seq=(last["seq"] or 0) + 1, needs_review=needs_review, **cleaned
     )
+    # Memory work (hydrator; summarizer when a round just finished) runs after commit.
+    memory_commands.after_turn_created(turn=turn, previous_round=last["round"])
     return turn

@@ -1,0 +1,103 @@
+"""Benchmark pack building: `manage.py bench_context [--sizes 1000 10000 50000]`.
+
+For each size it creates a synthetic campaign (seeded, `campaigns.bench`) inside a
+transaction that is rolled back at the end, builds packs for every role, and prints the
+median and p95 build time, queries per pack, and pack tokens against what the full
+history would cost. Runs on whatever DATABASE_URL points at (SQLite by default).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection, transaction
+from django.db.models import Sum
+from django.test.utils import CaptureQueriesContext
+
+from campaigns import bench, selectors
+from campaigns.services.context import pack_for_role
+
+INPUT = "Where did we leave the brinewick oil and the ashfern tonic?"
+
+
+class _Rollback(Exception):
+    pass
+
+
+class Command(BaseCommand):
+    help = "Time prompt-pack building at several history sizes (nothing is kept)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--sizes", nargs="+", type=int, default=[1000, 10000, 50000])
+        parser.add_argument("--repeats", type=int, default=30, help="Packs per role and size.")
+
+    def handle(self, *args, sizes, repeats, **options):
+        if any(size < 8 for size in sizes) or repeats < 1:
+            raise CommandError("--sizes must be ≥ 8 turns and --repeats ≥ 1.")
+        self.stdout.write(
+            f"database: {connection.vendor}; roles: {', '.join(bench.ROLES)}; "
+            f"{repeats} packs per role and size; input: {INPUT!r}"
+        )
+        header = (
+            f"{'turns':>7} {'role':<7} {'median ms':>9} {'p95 ms':>7} {'queries':>7} "
+            f"{'pack tok':>8} {'full-history tok':>16} {'strain':<8}"
+        )
+        self.stdout.write(header)
+        self.stdout.write("-" * len(header))
+        medians: dict[int, float] = {}
+        for size in sizes:
+            medians[size] = self._size(size, repeats)
+        first = sizes[0]
+        for size in sizes[1:]:
+            ratio = medians[size] / medians[first] if medians[first] else float("nan")
+            self.stdout.write(
+                f"median at {size} turns: {medians[size]:.2f} ms = {ratio:.2f}× the {first}-turn "
+                f"median ({medians[first]:.2f} ms)"
+            )
+
+    def _size(self, size: int, repeats: int) -> float:
+        samples_all: list[float] = []
+        try:
+            with transaction.atomic():
+                started = time.perf_counter()
+                experiment = bench.create_campaign(size)
+                if connection.vendor == "postgresql":
+                    with connection.cursor() as cursor:
+                        cursor.execute("ANALYZE campaigns_turn")
+                self.stderr.write(f"  built {size} turns in {time.perf_counter() - started:.1f} s")
+                for role in bench.ROLES:
+                    samples_all.extend(self._role(experiment, role, size, repeats))
+                raise _Rollback
+        except _Rollback:
+            pass
+        median = statistics.median(samples_all)
+        self.stdout.write(f"{size:>7} {'all':<7} {median:>9.2f} {_p95(samples_all):>7.2f}")
+        return median
+
+    def _role(self, experiment, role: str, size: int, repeats: int) -> list[float]:
+        for _ in range(3):  # warm caches (tokenizer, query plans)
+            pack_for_role(experiment=experiment, role=role, input_text=INPUT)
+        samples = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            pack = pack_for_role(experiment=experiment, role=role, input_text=INPUT)
+            samples.append((time.perf_counter() - started) * 1000)
+        with CaptureQueriesContext(connection) as queries:
+            pack_for_role(experiment=experiment, role=role, input_text=INPUT)
+        viewer = selectors.viewer_for_role(experiment=experiment, role=role)
+        full = selectors.turns_visible_to(experiment=experiment, viewer=viewer).aggregate(
+            t=Sum("tokens")
+        )["t"]
+        self.stdout.write(
+            f"{size:>7} {role:<7} {statistics.median(samples):>9.2f} {_p95(samples):>7.2f} "
+            f"{len(queries.captured_queries):>7} {pack.total_tokens:>8} {full or 0:>16} "
+            f"{pack.strain:<8}"
+        )
+        return samples
+
+
+def _p95(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]

@@ -1,0 +1,129 @@
+"""Building a role's pack from the database: constant queries, budgets, no leaks."""
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from campaigns import bench, selectors
+from campaigns.models import Experiment
+from campaigns.services.context import pack_for_role
+from context_engine.render import pack_to_json
+from tests.factories import make_experiment, make_turn
+
+pytestmark = pytest.mark.django_db
+
+INPUT = "Where did we leave the brinewick oil?"
+
+
+def _queries(experiment, role, input_text=INPUT) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        pack_for_role(experiment=experiment, role=role, input_text=input_text)
+    return len(captured.captured_queries)
+
+
+def test_one_pack_takes_the_same_number_of_queries_at_100_and_5000_turns():
+    small = bench.create_campaign(100)
+    large = bench.create_campaign(5000)
+    for role in bench.ROLES:
+        assert _queries(small, role) == _queries(large, role) <= 10
+
+
+def test_the_query_count_does_not_depend_on_the_strategy_window_rules():
+    for strategy in ("sliding_window", "triage", "structured_state", "tiered"):
+        small = bench.create_campaign(100, seed=3)
+        large = bench.create_campaign(3000, seed=3)
+        Experiment.objects.filter(pk__in=[small.pk, large.pk]).update(config={"strategy": strategy})
+        assert _queries(small, "Thorin") == _queries(large, "Thorin") <= 10, strategy
+
+
+@pytest.fixture
+def forty_rounds(owner):
+    """A 40-round campaign with whispers, GM notes and monologues every round."""
+    experiment = make_experiment(owner=owner, roles=("DM", "Thorin", "Cassia", "Wren"))
+    for round_ in range(1, 41):
+        make_turn(experiment, round=round_, content=f"Round {round_}: the tide turns again. " * 6)
+        make_turn(
+            experiment, round=round_, kind="choice", content=f"Choice {round_}: fight or flee?"
+        )
+        for player in ("Thorin", "Cassia", "Wren"):
+            make_turn(
+                experiment,
+                round=round_,
+                speaker=player,
+                kind="action",
+                content=f"{player} acts in round {round_}. " * 4,
+            )
+            make_turn(
+                experiment,
+                round=round_,
+                speaker=player,
+                kind="whisper",
+                content=f"whisper-{player}-{round_} for the DM only",
+            )
+            make_turn(
+                experiment,
+                round=round_,
+                speaker=player,
+                kind="monologue",
+                content=f"monologue-{player}-{round_}",
+            )
+        make_turn(experiment, round=round_, kind="gm_note", content=f"gmnote-{round_}")
+    return experiment
+
+
+def test_every_role_gets_a_pack_within_budget_and_repeated_builds_are_identical(forty_rounds):
+    for role in ("DM", "Thorin", "Cassia", "Wren"):
+        first = pack_for_role(experiment=forty_rounds, role=role, input_text="fight")
+        second = pack_for_role(experiment=forty_rounds, role=role, input_text="fight")
+        assert first.total_tokens <= first.budget == 13000
+        assert pack_to_json(first) == pack_to_json(second)
+
+
+def test_a_players_pack_never_holds_another_players_whisper_or_monologue_or_gm_notes(forty_rounds):
+    pack = pack_for_role(experiment=forty_rounds, role="Thorin", input_text="whisper monologue")
+    text = "\n".join(section.text for section in pack.sections)
+    assert "whisper-Thorin-40" in text
+    assert "monologue-Thorin-40" in text
+    for marker in (
+        "whisper-Cassia",
+        "whisper-Wren",
+        "monologue-Cassia",
+        "monologue-Wren",
+        "gmnote-",
+    ):
+        assert marker not in text
+
+
+def test_the_dm_reads_gm_notes_and_whispers_but_not_monologues(forty_rounds):
+    pack = pack_for_role(experiment=forty_rounds, role="DM")
+    text = "\n".join(section.text for section in pack.sections)
+    assert "gmnote-40" in text and "whisper-Cassia-40" in text
+    assert "monologue-" not in text
+
+
+def test_retrieval_recovers_a_round_two_item_at_round_thirteen():
+    call_command("seed_demo", "--no-logins")
+    experiment = Experiment.objects.get()
+    pack = pack_for_role(experiment=experiment, role="Thorin", input_text=INPUT)
+    retrieval = next(section for section in pack.sections if section.name == "retrieval")
+    assert "brinewick oil from a Geometer lamp" in retrieval.text
+
+
+def test_no_player_pack_of_the_demo_holds_secrets_it_should_not():
+    call_command("seed_demo", "--no-logins")
+    experiment = Experiment.objects.get()
+    texts = {
+        role: "\n".join(s.text for s in pack_for_role(experiment=experiment, role=role).sections)
+        for role in ("Thorin", "Cassia", "Wren")
+    }
+    assert "Quiet Ledger. Steal the Tide Codex" in texts["Cassia"]
+    for role in ("Thorin", "Wren"):
+        assert "Steal the Tide Codex" not in texts[role]
+        assert "sold the door's location" not in texts[role]  # a GM note
+    assert "three taps" not in texts["Thorin"].lower()  # Wren's whisper and monologue
+
+
+def test_an_unknown_role_is_reported_by_name(campaign):
+    with pytest.raises(selectors.UnknownRole, match="Gandalf"):
+        pack_for_role(experiment=campaign, role="Gandalf")

@@ -1,0 +1,66 @@
+"""Full-text search behind one selector, audience-filtered, on the database's own engine."""
+
+import pytest
+
+from campaigns import selectors
+from campaigns.models import Turn
+from tests.factories import make_experiment, make_turn
+
+pytestmark = pytest.mark.django_db
+
+
+def _search(experiment, role, text, **kwargs):
+    viewer = selectors.viewer_for_role(experiment=experiment, role=role)
+    return [
+        t.content
+        for t in selectors.search_turns(experiment=experiment, viewer=viewer, text=text, **kwargs)
+    ]
+
+
+def test_search_finds_an_old_turn_by_a_rare_word(campaign):
+    make_turn(campaign, round=2, content="Wren pockets the brinewick oil.")
+    for round_ in range(3, 20):
+        make_turn(campaign, round=round_, content=f"Nothing happens in round {round_}.")
+    assert _search(campaign, "Thorin", "where is the brinewick oil?") == [
+        "Wren pockets the brinewick oil."
+    ]
+
+
+def test_search_never_returns_a_turn_the_viewer_cannot_read(campaign):
+    make_turn(
+        campaign,
+        speaker="Cassia",
+        kind="whisper",
+        content="the ashfern cache is mine",
+        visibility=["Cassia", "DM"],
+    )
+    make_turn(campaign, kind="gm_note", content="ashfern is poisoned")
+    make_turn(campaign, speaker="Thorin", kind="monologue", content="ashfern smells odd")
+    assert _search(campaign, "Thorin", "ashfern") == ["ashfern smells odd"]
+    assert sorted(_search(campaign, "DM", "ashfern")) == [
+        "ashfern is poisoned",
+        "the ashfern cache is mine",
+    ]
+
+
+def test_search_ignores_common_words_and_stays_within_the_experiment(campaign, owner):
+    other = make_experiment(owner=owner)
+    make_turn(other, content="The lantern-moss glows in another campaign.")
+    make_turn(campaign, content="The lantern-moss glows here.")
+    assert _search(campaign, "Thorin", "where is the lantern moss") == [
+        "The lantern-moss glows here."
+    ]
+    assert _search(campaign, "Thorin", "where is the") == []
+
+
+def test_search_respects_before_round_and_limit(campaign):
+    for round_ in range(1, 6):
+        make_turn(campaign, round=round_, content=f"kestrel sighted in round {round_}")
+    found = _search(campaign, "Thorin", "kestrel", before_round=4, limit=2)
+    assert found == ["kestrel sighted in round 3", "kestrel sighted in round 2"]
+
+
+def test_edited_content_is_searchable_by_its_new_words(campaign):
+    turn = make_turn(campaign, content="a plain sentence")
+    Turn.objects.filter(pk=turn.pk).update(content="the saltmarch bridge")
+    assert _search(campaign, "Thorin", "saltmarch") == ["the saltmarch bridge"]
