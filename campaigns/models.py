@@ -326,17 +326,13 @@ class Summary(models.Model):
                 fields=["experiment", "kind", "audience_key", "version"],
                 name="summary_unique_version",
             ),
-            # Two workers summarising the same audience and range cannot both commit.
+            # Two workers folding the same audience from the same version up to the same
+            # turn cannot both commit. Keyed on `previous` rather than the round range so
+            # that a restored version (same range as the one it copies) and the next fold
+            # after it (same range as the version before the restore) can exist.
             models.UniqueConstraint(
-                fields=[
-                    "experiment",
-                    "kind",
-                    "audience_key",
-                    "round_from",
-                    "round_to",
-                    "covered_seq",
-                ],
-                name="summary_unique_range",
+                fields=["experiment", "kind", "audience_key", "previous", "covered_seq"],
+                name="summary_unique_successor",
             ),
             models.CheckConstraint(
                 condition=Q(round_to__gte=models.F("round_from")), name="summary_range_ordered"

@@ -1,17 +1,72 @@
 """Celery tasks: take ids, re-fetch, return quietly if the row is gone, call a service.
 
 All tasks here are idempotent (running one twice changes nothing more), so they are
-acknowledged late and may be redelivered after a worker crash.
+acknowledged late and may be redelivered after a worker crash. Arguments and results
+are JSON. Time limits are explicit per task: the soft limit lands inside the model
+call, where it counts as one more model failure and the deterministic fallback is
+stored instead (so a slow provider costs quality, never a digest).
 """
 
 from __future__ import annotations
 
 from celery import shared_task
 
-from campaigns.services import maintenance
+from campaigns.models import Experiment, Job, LoreEntry, Turn
+from campaigns.services import maintenance, memory
+from campaigns.services.memory.dispatch import send_on_commit
 
 
 @shared_task(acks_late=True, ignore_result=False)
 def recount_turn_tokens(turn_id: int) -> int | None:
     """Recompute one turn's cached token count (after a tokenizer change, or an import)."""
     return maintenance.turn_recount_tokens(turn_id=turn_id)
+
+
+@shared_task(acks_late=True, soft_time_limit=50, time_limit=60)
+def hydrate_turn(turn_id: int) -> dict | None:
+    """World Bible candidates from one turn (rules only; definitions go to define_term)."""
+    turn = Turn.objects.select_related("experiment").filter(pk=turn_id).first()
+    if turn is None:
+        return None
+    return memory.hydrate_turn(turn=turn)
+
+
+@shared_task(acks_late=True, soft_time_limit=150, time_limit=180)
+def summarize_audience(
+    experiment_id: int, audience: list[str] | None, round_to: int, force: bool = False
+) -> dict | None:
+    """Fold one audience's digest up to ``round_to`` when due (``force``: always).
+
+    ``audience=None`` fans out: one task per current audience, so each gets the whole
+    time limit and audiences run in parallel on several workers.
+    """
+    experiment = Experiment.objects.filter(pk=experiment_id).first()
+    if experiment is None:
+        return None
+    if audience is None:
+        targets = memory.audiences_for(experiment=experiment, round_to=round_to)
+        for target in targets:
+            send_on_commit("summarize_audience", experiment_id, list(target), round_to, force)
+        return {"dispatched": [list(target) for target in targets]}
+    created = memory.summarize_audience(
+        experiment=experiment, audience=audience, round_to=round_to, force=force
+    )
+    return {"created": [summary.pk for summary in created]}
+
+
+@shared_task(acks_late=True, soft_time_limit=100, time_limit=120)
+def define_term(entry_id: int) -> str | None:
+    """Ask the definer model for one entry's definition (first-use sentence stays on failure)."""
+    entry = LoreEntry.objects.select_related("experiment").filter(pk=entry_id).first()
+    if entry is None:
+        return None
+    return memory.define_term(entry=entry)
+
+
+@shared_task(acks_late=True, soft_time_limit=840, time_limit=900)
+def run_memory_job(job_id: str) -> str | None:
+    """The body of /checkpoint and /compress: World Bible catch-up, then every digest."""
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None:
+        return None
+    return memory.memory_job_run(job=job).status

@@ -1,0 +1,59 @@
+"""Which model a memory task talks to, from the experiment's config and the settings.
+
+``summarizer_model`` writes digests and strategic summaries; ``definer_model`` (else
+``hydrator_model``) defines World Bible terms. Unset, both default to
+`default_summarizer_model` (Gemini with a key, an OpenAI-compatible server with a base
+URL, else offline). An id the factory does not know degrades to offline with a warning:
+a background task must not fail on a typo in the config.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from django.conf import settings
+
+from campaigns.adapters import llm_settings
+from campaigns.models import Experiment
+from context_engine.llm import LLMClient, OfflineClient, client_for, default_summarizer_model
+
+log = logging.getLogger(__name__)
+
+RETRY_ATTEMPTS = 3
+DEFAULT_BASE_DELAY = 0.5  # the engine's own backoff base (call_with_retries)
+
+
+def retry_base_delay() -> float:
+    """Backoff base between model retries (seconds); tests shorten it via settings."""
+    return float(getattr(settings, "BABEL_LLM_RETRY_BASE_DELAY", DEFAULT_BASE_DELAY))
+
+
+def scaled_sleep(seconds: float) -> None:
+    """Sleep for an engine backoff step, scaled to the configured base delay."""
+    time.sleep(seconds * retry_base_delay() / DEFAULT_BASE_DELAY)
+
+
+def _model_id(experiment: Experiment, *keys: str) -> str:
+    config = experiment.config or {}
+    for key in keys:
+        value = config.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return default_summarizer_model(llm_settings())
+
+
+def _client(model_id: str) -> LLMClient:
+    try:
+        return client_for(model_id, llm_settings())
+    except ValueError:
+        log.warning("unknown model id %r in the experiment config; working offline", model_id)
+        return OfflineClient()
+
+
+def summarizer_client(experiment: Experiment) -> LLMClient:
+    return _client(_model_id(experiment, "summarizer_model"))
+
+
+def definer_client(experiment: Experiment) -> LLMClient:
+    return _client(_model_id(experiment, "definer_model", "hydrator_model"))
