@@ -161,10 +161,9 @@ class Turn(models.Model):
                 name="turn_hinge_by_round",
             ),
             # An agent's own monologues: "monologues of E by speaker S, newest first".
+            # Not a partial index: with kind as a bound parameter the planners skip those.
             models.Index(
-                fields=["experiment", "speaker", "seq"],
-                condition=Q(kind="monologue"),
-                name="turn_monologue_by_speaker",
+                fields=["experiment", "kind", "speaker", "seq"], name="turn_kind_speaker_seq"
             ),
         ]
 
