@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -18,6 +17,7 @@ from campaigns.api.serializers import (
 )
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
 from campaigns.services.context import pack_for_role
+from campaigns.services.memory import run_command
 from context_engine.render import pack_to_dict
 
 
@@ -82,13 +82,8 @@ class CommandView(ApiView):
     @extend_schema(request=CommandSerializer, responses={202: JobSerializer})
     def post(self, request, id):
         """/checkpoint, /compress or /clear, as background work: answers the task to poll."""
-        from campaigns.services.memory import run_command
-
         access = get_experiment_for(request.user, id, write=True)
         data = validated(CommandSerializer, request.data)
-        try:
-            job = run_command(experiment=access.experiment, user=request.user, **data)
-        except selectors.UnknownRole as exc:
-            raise ValidationError({"role": [str(exc)]}) from None
+        job = run_command(experiment=access.experiment, user=request.user, **data)
         job.shown_result = job.result
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
