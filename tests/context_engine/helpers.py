@@ -20,13 +20,28 @@ from context_engine.types import (
     WorldStateView,
 )
 
-DM = ParticipantView("DM", "dm", bio="The narrator of the Ashfall campaign.",
-                     identity="Run the world fairly.", secret="The duke is a lich.")
-THORIN = ParticipantView("Thorin", "player", bio="A dwarf smith with a grudge.",
-                         identity="Play Thorin boldly.", secret="You poisoned Lord Vane.")
-CASSIA = ParticipantView("Cassia", "player", bio="An elven scout.",
-                         identity="Play Cassia carefully.", secret="You serve the Grey Court.",
-                         reveal_round=6)
+DM = ParticipantView(
+    "DM",
+    "dm",
+    bio="The narrator of the Ashfall campaign.",
+    identity="Run the world fairly.",
+    secret="The duke is a lich.",
+)
+THORIN = ParticipantView(
+    "Thorin",
+    "player",
+    bio="A dwarf smith with a grudge.",
+    identity="Play Thorin boldly.",
+    secret="You poisoned Lord Vane.",
+)
+CASSIA = ParticipantView(
+    "Cassia",
+    "player",
+    bio="An elven scout.",
+    identity="Play Cassia carefully.",
+    secret="You serve the Grey Court.",
+    reveal_round=6,
+)
 JUDGE = ParticipantView("Arbiter", "judge", bio="Scores the table.", identity="Judge.")
 PARTY = (DM, THORIN, CASSIA, JUDGE)
 
@@ -37,13 +52,30 @@ class Log:
     def __init__(self) -> None:
         self.turns: list[TurnView] = []
 
-    def add(self, round: int, speaker: str, kind: str, content: str, visibility=None,
-            tags: tuple[str, ...] = (), hinge: bool = False, tokens: int = 0) -> TurnView:
+    def add(
+        self,
+        round: int,
+        speaker: str,
+        kind: str,
+        content: str,
+        visibility=None,
+        tags: tuple[str, ...] = (),
+        hinge: bool = False,
+        tokens: int = 0,
+    ) -> TurnView:
         seq = len(self.turns) + 1
-        turn = TurnView(id=100 + seq, seq=seq, round=round, speaker=speaker, kind=kind,
-                        content=content,
-                        visibility=None if visibility is None else tuple(sorted(visibility)),
-                        tags=tags, hinge=hinge, tokens=tokens)
+        turn = TurnView(
+            id=100 + seq,
+            seq=seq,
+            round=round,
+            speaker=speaker,
+            kind=kind,
+            content=content,
+            visibility=None if visibility is None else tuple(sorted(visibility)),
+            tags=tags,
+            hinge=hinge,
+            tokens=tokens,
+        )
         self.turns.append(turn)
         return turn
 
@@ -59,10 +91,14 @@ def config(**overrides) -> PackConfig:
 
 def pack_input(role: str, log: Log | tuple[TurnView, ...], **overrides) -> PackInput:
     turns = log.all() if isinstance(log, Log) else log
-    base = PackInput(role=role, participants=PARTY, turns=turns,
-                     hook="The city of Ashfall burns; find who lit the fire.",
-                     rules="Roll d20 for risky actions.",
-                     current_round=max((t.round for t in turns), default=0))
+    base = PackInput(
+        role=role,
+        participants=PARTY,
+        turns=turns,
+        hook="The city of Ashfall burns; find who lit the fire.",
+        rules="Roll d20 for risky actions.",
+        current_round=max((t.round for t in turns), default=0),
+    )
     return replace(base, **overrides)
 
 
@@ -77,8 +113,9 @@ def digest(text: str, audience=None, round_from: int = 1, round_to: int = 4) -> 
 
 
 def field(name: str, value: str, last: int, mutations: int = 1, audience=None) -> StateFieldView:
-    return StateFieldView(name=name, value=value, mutations=mutations, last_mutated_round=last,
-                          audience=audience)
+    return StateFieldView(
+        name=name, value=value, mutations=mutations, last_mutated_round=last, audience=audience
+    )
 
 
 def world(*fields: StateFieldView, flags=()) -> WorldStateView:
@@ -86,8 +123,9 @@ def world(*fields: StateFieldView, flags=()) -> WorldStateView:
 
 
 def event(command: str, seq: int, round: int = 0) -> ContextEventView:
-    return ContextEventView(command=command, round=round, seq=seq,
-                            cleared_without_checkpoint=command == "clear")
+    return ContextEventView(
+        command=command, round=round, seq=seq, cleared_without_checkpoint=command == "clear"
+    )
 
 
 def section(pack, name: str):

@@ -48,8 +48,9 @@ def assert_truncated(pack, name: str, cap: int):
 
 @pytest.mark.parametrize("strategy", ["layered", "full_history", "triage", "tiered"])
 def test_huge_rules_are_truncated_with_a_warning_in_every_strategy(strategy):
-    pack = build_pack(pack_input("Thorin", small_log(), rules=HUGE,
-                                 config=config(strategy=strategy)))
+    pack = build_pack(
+        pack_input("Thorin", small_log(), rules=HUGE, config=config(strategy=strategy))
+    )
     assert_truncated(pack, "rules", 1500)
     assert section(pack, "rules").text == tokens.truncate(section(pack, "rules").text, 1500)
     assert "A calm morning." in section(pack, "recent").text  # the rest is untouched

@@ -38,15 +38,17 @@ def test_checkpoint_moves_covered_turns_out_of_the_window_except_the_minimum_win
     log = campaign()
     cut_at = log.turns[8].seq  # the first turn of round 3... up to round 3's first turns
     memory = digest("Hinge Index: the gate held.", round_to=3)
-    pack = build_pack(pack_input("Thorin", log, digest=memory,
-                                 events=(event("checkpoint", cut_at, 3),)))
+    pack = build_pack(
+        pack_input("Thorin", log, digest=memory, events=(event("checkpoint", cut_at, 3),))
+    )
     kept = window_refs(pack)
     after = [f"turn:{t.id}" for t in log.turns if t.seq > cut_at]
-    assert kept[-len(after):] == after
+    assert kept[-len(after) :] == after
     assert len(kept) == max(len(after), MIN_WINDOW_TURNS)
     covered = [e for e in pack.trim_log if e.action == "summarised" and "checkpoint" in e.reason]
-    assert {e.ref for e in covered} == {f"turn:{t.id}" for t in log.turns if t.seq <= cut_at
-                                        and f"turn:{t.id}" not in kept}
+    assert {e.ref for e in covered} == {
+        f"turn:{t.id}" for t in log.turns if t.seq <= cut_at and f"turn:{t.id}" not in kept
+    }
     assert "Hinge Index: the gate held." in section(pack, "digest").text
 
 
@@ -61,8 +63,9 @@ def test_clear_cuts_like_checkpoint_but_logs_the_loss_as_dropped_and_keeps_the_o
     old = digest("Hinge Index: OLDDIGEST", round_to=1)
     seq = log.turns[-1].seq
     cleared = build_pack(pack_input("Thorin", log, digest=old, events=(event("clear", seq),)))
-    checkpointed = build_pack(pack_input("Thorin", log, digest=old,
-                                         events=(event("checkpoint", seq),)))
+    checkpointed = build_pack(
+        pack_input("Thorin", log, digest=old, events=(event("checkpoint", seq),))
+    )
     assert window_refs(cleared) == window_refs(checkpointed)
     assert "OLDDIGEST" in section(cleared, "digest").text
     lost = [e for e in cleared.trim_log if "/clear" in e.reason]
@@ -72,8 +75,9 @@ def test_clear_cuts_like_checkpoint_but_logs_the_loss_as_dropped_and_keeps_the_o
 def test_compress_leaves_the_window_unchanged():
     log = campaign()
     plain = build_pack(pack_input("Thorin", log))
-    compressed = build_pack(pack_input("Thorin", log,
-                                       events=(event("compress", log.turns[-1].seq),)))
+    compressed = build_pack(
+        pack_input("Thorin", log, events=(event("compress", log.turns[-1].seq),))
+    )
     assert window_refs(compressed) == window_refs(plain)
     assert section(compressed, "recent").text == section(plain, "recent").text
 
@@ -89,10 +93,26 @@ def test_a_checkpoint_resets_strain():
     log = campaign()
     for r in range(5, 9):
         log.add(r, "DM", "narrative", f"Round {r}: the siege grinds on and on. " * 12)
-    inp = pack_input("Thorin", log, config=config(
-        hot_window_rounds=8, budgets={name: 130 for name in
-                                      ("identity", "rules", "frozen", "state", "digest",
-                                       "recent", "retrieval", "input")}))
+    inp = pack_input(
+        "Thorin",
+        log,
+        config=config(
+            hot_window_rounds=8,
+            budgets={
+                name: 130
+                for name in (
+                    "identity",
+                    "rules",
+                    "frozen",
+                    "state",
+                    "digest",
+                    "recent",
+                    "retrieval",
+                    "input",
+                )
+            },
+        ),
+    )
     before = build_pack(inp)
     after = build_pack(replace(inp, events=(event("checkpoint", log.turns[-1].seq),)))
     assert before.strain == "strain_3"
@@ -145,8 +165,8 @@ def load(turns: tuple[TurnView, ...], role: str, needs, readable) -> tuple[TurnV
     own = [t for t in visible if t.kind == "monologue" and t.speaker == role]
     if needs.last_turns:
         transcript = [t for t in visible if t not in own]
-        chosen |= {t.id for t in transcript[-needs.last_turns:]}
-    chosen |= {t.id for t in own[-needs.monologue_count:]} if needs.monologue_count else set()
+        chosen |= {t.id for t in transcript[-needs.last_turns :]}
+    chosen |= {t.id for t in own[-needs.monologue_count :]} if needs.monologue_count else set()
     return tuple(t for t in turns if t.id in chosen)
 
 

@@ -25,11 +25,16 @@ from tests.context_engine.helpers import (
 def whisper_log() -> Log:
     log = Log()
     log.add(1, "DM", "narrative", "Rain over the harbour.")
-    log.add(1, "Cassia", "whisper", "WHISPERMARK the duke hides in the crypt",
-            visibility=["Cassia", "DM"], tags=("thread:crypt",))
+    log.add(
+        1,
+        "Cassia",
+        "whisper",
+        "WHISPERMARK the duke hides in the crypt",
+        visibility=["Cassia", "DM"],
+        tags=("thread:crypt",),
+    )
     log.add(1, "DM", "gm_note", "GMNOTEMARK the crypt is trapped", visibility=["DM"])
-    log.add(1, "Thorin", "monologue", "THORINTHOUGHT I must hide the poison",
-            visibility=["Thorin"])
+    log.add(1, "Thorin", "monologue", "THORINTHOUGHT I must hide the poison", visibility=["Thorin"])
     log.add(1, "Thorin", "action", "I buy a lantern.")
     return log
 
@@ -58,8 +63,13 @@ def test_gm_notes_reach_the_dm_and_no_player(strategy):
 
 def test_the_dm_does_not_read_a_players_monologue_even_if_its_visibility_names_the_dm():
     log = whisper_log()
-    log.add(2, "Thorin", "monologue", "LEAKYTHOUGHT stored with a wrong audience",
-            visibility=["Thorin", "DM"])
+    log.add(
+        2,
+        "Thorin",
+        "monologue",
+        "LEAKYTHOUGHT stored with a wrong audience",
+        visibility=["Thorin", "DM"],
+    )
     dm_pack = build_pack(pack_input("DM", log))
     assert "THORINTHOUGHT" not in text(dm_pack)
     assert "LEAKYTHOUGHT" not in text(dm_pack)
@@ -90,8 +100,9 @@ def test_private_turns_of_others_do_not_use_up_the_window():
         log.add(1, "Thorin", "action", f"Public step {i}.")
     for i in range(20):
         log.add(1, "Cassia", "whisper", f"Secret {i}", visibility=["Cassia", "DM"])
-    pack = build_pack(pack_input("Thorin", log, config=config(strategy="sliding_window",
-                                                               window_turns=6)))
+    pack = build_pack(
+        pack_input("Thorin", log, config=config(strategy="sliding_window", window_turns=6))
+    )
     recent = section(pack, "recent").text
     for i in range(6):
         assert f"Public step {i}." in recent
@@ -99,8 +110,10 @@ def test_private_turns_of_others_do_not_use_up_the_window():
 
 def test_only_the_last_two_own_monologues_are_raw_and_older_ones_use_the_strategic_summary():
     log = Log()
-    thoughts = [log.add(r, "Thorin", "monologue", f"THOUGHT{r} plan", visibility=["Thorin"])
-                for r in range(1, 5)]
+    thoughts = [
+        log.add(r, "Thorin", "monologue", f"THOUGHT{r} plan", visibility=["Thorin"])
+        for r in range(1, 5)
+    ]
     summary = digest("STRATEGYMARK keep Vane's death hidden", audience=("Thorin",))
     pack = build_pack(pack_input("Thorin", log, strategic_summary=summary))
     body = text(pack)
@@ -185,8 +198,7 @@ def test_lore_is_filtered_by_audience_status_and_story_time():
 def test_state_fields_with_a_private_audience_reach_only_that_audience():
     log = Log()
     log.add(3, "DM", "narrative", "Dawn.")
-    ws = world(field("gate", "open", 3), field("traitor", "STATEMARK Cassia", 3,
-                                               audience=("DM",)))
+    ws = world(field("gate", "open", 3), field("traitor", "STATEMARK Cassia", 3, audience=("DM",)))
     assert "STATEMARK" not in text(build_pack(pack_input("Thorin", log, world_state=ws)))
     assert "STATEMARK" in text(build_pack(pack_input("DM", log, world_state=ws)))
 
@@ -194,8 +206,11 @@ def test_state_fields_with_a_private_audience_reach_only_that_audience():
 def test_search_hits_the_role_cannot_read_are_ignored():
     log = Log()
     log.add(9, "Thorin", "action", "Where did we hide the ember-glass?")
-    hidden = replace(log.add(1, "DM", "gm_note", "SEARCHLEAK ember-glass under the altar",
-                             visibility=["DM"]), id=999, seq=0)
+    hidden = replace(
+        log.add(1, "DM", "gm_note", "SEARCHLEAK ember-glass under the altar", visibility=["DM"]),
+        id=999,
+        seq=0,
+    )
     inp = pack_input("Thorin", log, retrieval_turns=(hidden,), input_text="ember-glass altar")
     assert "SEARCHLEAK" not in text(build_pack(inp))
 

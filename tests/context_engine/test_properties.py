@@ -35,9 +35,21 @@ from context_engine.types import (
 )
 
 ROLES = ("DM", "Thorin", "Cassia", "Bram")
-KINDS = {"DM": "dm", "Thorin": "player", "Cassia": "player", "Bram": "player",
-         "Arbiter": "judge"}
-FILLER = "the fog rolls over the harbour while lanterns sway and gulls cry".split()
+KINDS = {"DM": "dm", "Thorin": "player", "Cassia": "player", "Bram": "player", "Arbiter": "judge"}
+FILLER = [
+    "the",
+    "fog",
+    "rolls",
+    "over",
+    "the",
+    "harbour",
+    "while",
+    "lanterns",
+    "sway",
+    "and",
+    "gulls",
+    "cry",
+]
 
 audiences = st.one_of(
     st.none(),
@@ -63,28 +75,52 @@ def campaigns(draw) -> PackInput:
         words = draw(st.integers(1, 90))
         content = f"TURN{i}X " + " ".join(FILLER[(i + j) % len(FILLER)] for j in range(words))
         tags = (f"npc:TAG{i}X",) if draw(st.booleans()) else ()
-        turns.append(TurnView(id=1000 + i, seq=i + 1, round=round_no, speaker=speaker, kind=kind,
-                              content=content, visibility=visibility, tags=tags,
-                              hinge=draw(st.booleans()), tokens=0))
+        turns.append(
+            TurnView(
+                id=1000 + i,
+                seq=i + 1,
+                round=round_no,
+                speaker=speaker,
+                kind=kind,
+                content=content,
+                visibility=visibility,
+                tags=tags,
+                hinge=draw(st.booleans()),
+                tokens=0,
+            )
+        )
     lore = tuple(
-        LoreView(id=i, term=f"Relic{i}", category="artifact",
-                 definition=f"LORE{i}X " + " ".join(FILLER[: draw(st.integers(1, 12))]),
-                 audience=draw(audiences),
-                 status=draw(st.sampled_from(("proposed", "confirmed", "rejected"))),
-                 last_seen_round=draw(st.integers(0, 20)),
-                 invalid_from_round=draw(st.one_of(st.none(), st.integers(0, 30))))
+        LoreView(
+            id=i,
+            term=f"Relic{i}",
+            category="artifact",
+            definition=f"LORE{i}X " + " ".join(FILLER[: draw(st.integers(1, 12))]),
+            audience=draw(audiences),
+            status=draw(st.sampled_from(("proposed", "confirmed", "rejected"))),
+            last_seen_round=draw(st.integers(0, 20)),
+            invalid_from_round=draw(st.one_of(st.none(), st.integers(0, 30))),
+        )
         for i in range(draw(st.integers(0, 8)))
     )
     participants = tuple(
-        ParticipantView(role=role, kind=KINDS[role], bio=f"Bio of {role}.",
-                        identity=f"Play {role}.", secret=f"SECRET{role}X hidden goal",
-                        reveal_round=draw(st.one_of(st.none(), st.integers(0, 30))))
+        ParticipantView(
+            role=role,
+            kind=KINDS[role],
+            bio=f"Bio of {role}.",
+            identity=f"Play {role}.",
+            secret=f"SECRET{role}X hidden goal",
+            reveal_round=draw(st.one_of(st.none(), st.integers(0, 30))),
+        )
         for role in (*ROLES, "Arbiter")
     )
     fields = tuple(
-        StateFieldView(name=f"field{i}", value=f"STATE{i}X value", mutations=i + 1,
-                       last_mutated_round=draw(st.integers(0, round_no)),
-                       audience=draw(audiences))
+        StateFieldView(
+            name=f"field{i}",
+            value=f"STATE{i}X value",
+            mutations=i + 1,
+            last_mutated_round=draw(st.integers(0, round_no)),
+            audience=draw(audiences),
+        )
         for i in range(draw(st.integers(0, 5)))
     )
     budgets = tuple((name, draw(st.integers(0, 1500))) for name in SECTION_NAMES)
@@ -98,10 +134,12 @@ def campaigns(draw) -> PackInput:
         show_whisper_existence=draw(st.booleans()),
         window_turns=draw(st.integers(1, 15)),
     )
-    summary = DigestView(audience=draw(audiences), round_from=1, round_to=3,
-                         text="DIGESTX the story so far")
-    strategic = DigestView(audience=draw(audiences), round_from=1, round_to=3,
-                           text="STRATEGYX my plan")
+    summary = DigestView(
+        audience=draw(audiences), round_from=1, round_to=3, text="DIGESTX the story so far"
+    )
+    strategic = DigestView(
+        audience=draw(audiences), round_from=1, round_to=3, text="STRATEGYX my plan"
+    )
     return PackInput(
         role=draw(st.sampled_from((*ROLES, "Arbiter"))),
         participants=participants,
@@ -129,13 +167,19 @@ def forbidden_markers(inp: PackInput) -> list[str]:
     out = []
     for t in inp.turns:
         readable = may_read(t.visibility, role) and (
-            judge or t.kind != "monologue" or t.speaker == role)
+            judge or t.kind != "monologue" or t.speaker == role
+        )
         if not readable:
             out += [f"TURN{t.seq - 1}X", f"TAG{t.seq - 1}X"]
     for entry in inp.lore:
-        if not may_read(entry.audience, role) or entry.status == "rejected" or (
+        if (
+            not may_read(entry.audience, role)
+            or entry.status == "rejected"
+            or (
                 entry.invalid_from_round is not None
-                and entry.invalid_from_round <= inp.current_round):
+                and entry.invalid_from_round <= inp.current_round
+            )
+        ):
             out.append(f"LORE{entry.id}X")
     for f in inp.world_state.fields:
         if not may_read(f.audience, role):

@@ -21,8 +21,15 @@ def sample_pack(**cfg):
     log.add(1, "Thorin", "action", "I cross slowly.")
     for i in range(12):
         log.add(1, "DM", "system", f"Tick {i}.")
-    return build_pack(pack_input("Thorin", log, digest=digest("Hinge Index: none yet."),
-                                 input_text="Do you jump?", config=config(**cfg)))
+    return build_pack(
+        pack_input(
+            "Thorin",
+            log,
+            digest=digest("Hinge Index: none yet."),
+            input_text="Do you jump?",
+            config=config(**cfg),
+        )
+    )
 
 
 def test_openai_messages_put_stable_sections_in_system_then_context_then_input():
@@ -42,15 +49,27 @@ def test_genai_gets_the_same_text_as_system_instruction_and_user_contents():
     system_instruction, contents = to_genai(pack)
     messages = to_openai_messages(pack)
     assert system_instruction == messages[0]["content"]
-    assert contents == [{"role": "user", "parts": [{"text": messages[1]["content"]},
-                                                   {"text": messages[2]["content"]}]}]
+    assert contents == [
+        {
+            "role": "user",
+            "parts": [{"text": messages[1]["content"]}, {"text": messages[2]["content"]}],
+        }
+    ]
 
 
 def test_pack_to_dict_has_exactly_the_api_shape():
     pack = sample_pack()
     data = pack_to_dict(pack)
-    assert list(data) == ["role", "strategy", "budget", "total_tokens", "pressure", "strain",
-                          "sections", "messages"]
+    assert list(data) == [
+        "role",
+        "strategy",
+        "budget",
+        "total_tokens",
+        "pressure",
+        "strain",
+        "sections",
+        "messages",
+    ]
     assert data["budget"] == 13000 and isinstance(data["budget"], int)
     assert data["total_tokens"] == sum(s["tokens"] for s in data["sections"])
     assert list(data["sections"][0]) == ["name", "budget", "tokens", "text", "trimmed"]

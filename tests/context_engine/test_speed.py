@@ -14,7 +14,18 @@ from context_engine.pack import build_pack
 from context_engine.types import STRATEGIES
 from tests.context_engine.helpers import Log, config, digest, field, lore, pack_input, world
 
-WORDS = "fog lantern harbour Vane void-chisel smugglers bell tower marsh gate".split()
+WORDS = [
+    "fog",
+    "lantern",
+    "harbour",
+    "Vane",
+    "void-chisel",
+    "smugglers",
+    "bell",
+    "tower",
+    "marsh",
+    "gate",
+]
 
 
 def sixty_turns() -> Log:
@@ -23,14 +34,23 @@ def sixty_turns() -> Log:
         content = f"UNIQUE{i} " + " ".join(WORDS[(i + j) % len(WORDS)] for j in range(60))
         kind = ("narrative", "action", "whisper", "intel", "choice", "system")[i % 6]
         visibility = ["Cassia", "DM"] if kind == "whisper" else None
-        log.add(i // 6 + 1, ("DM", "Thorin", "Cassia")[i % 3], kind, content,
-                visibility=visibility, hinge=i % 9 == 0, tokens=tokens.count(content))
+        log.add(
+            i // 6 + 1,
+            ("DM", "Thorin", "Cassia")[i % 3],
+            kind,
+            content,
+            visibility=visibility,
+            hinge=i % 9 == 0,
+            tokens=tokens.count(content),
+        )
     return log
 
 
 def rich_input(strategy: str = "layered"):
     return pack_input(
-        "Thorin", sixty_turns(), config=config(strategy=strategy),
+        "Thorin",
+        sixty_turns(),
+        config=config(strategy=strategy),
         input_text="Where is the void-chisel?",
         lore=tuple(lore(i, f"Term{i}", "A thing of the marsh.", tokens=6) for i in range(30)),
         digest=digest("Hinge Index: the bell rang. " * 20),

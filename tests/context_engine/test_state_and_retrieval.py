@@ -29,8 +29,11 @@ def test_fields_are_hot_warm_or_cold_by_rounds_since_their_last_mutation():
 def test_hot_fields_are_full_warm_fields_condensed_and_cold_fields_archived_by_name():
     snap = state.snapshot(
         (("gate_open", True), ("alarm", False)),
-        (field("vault", LONG_VALUE, 20, mutations=4), field("harbour", LONG_VALUE, 16),
-         field("ledger", "SECRETVALUE in the archive", 3)),
+        (
+            field("vault", LONG_VALUE, 20, mutations=4),
+            field("harbour", LONG_VALUE, 16),
+            field("ledger", "SECRETVALUE in the archive", 3),
+        ),
         now=20,
     )
     assert f"- vault: {LONG_VALUE} (changed 4x, last in round 20)" in snap.text
@@ -41,8 +44,16 @@ def test_hot_fields_are_full_warm_fields_condensed_and_cold_fields_archived_by_n
 
 
 def test_inside_a_tier_fields_are_ordered_by_recency_then_mutation_count_then_name():
-    snap = state.snapshot((), (field("b", "1", 20, 1), field("a", "1", 20, 1),
-                               field("c", "1", 20, 9), field("d", "1", 19, 50)), now=20)
+    snap = state.snapshot(
+        (),
+        (
+            field("b", "1", 20, 1),
+            field("a", "1", 20, 1),
+            field("c", "1", 20, 9),
+            field("d", "1", 19, 50),
+        ),
+        now=20,
+    )
     assert [line.split(":")[0] for line in snap.hot] == ["- c", "- a", "- b", "- d"]
 
 
@@ -50,8 +61,9 @@ def test_an_archived_field_comes_back_through_retrieval_when_the_input_names_it(
     log = Log()
     log.add(20, "Thorin", "action", "I look around.")
     ws = world(field("ledger", "Hidden in the archive behind the map", 3))
-    pack = build_pack(pack_input("Thorin", log, world_state=ws,
-                                 input_text="Where is the ledger now?"))
+    pack = build_pack(
+        pack_input("Thorin", log, world_state=ws, input_text="Where is the ledger now?")
+    )
     retrieved = section(pack, "retrieval")
     assert "Hidden in the archive behind the map" in retrieved.text
     assert [i.ref for i in retrieved.items] == ["state:ledger"]
@@ -87,13 +99,24 @@ def test_an_item_found_in_round_two_is_recovered_in_round_fourteen():
 def test_retrieval_presets_pick_one_two_or_five_turns():
     log = dormant_campaign()
     for i in range(6):
-        log.turns.insert(0, log.turns[0].__class__(
-            id=900 + i, seq=-10 + i, round=1, speaker="DM", kind="narrative",
-            content=f"Legend {i} of the astrolabe."))
+        log.turns.insert(
+            0,
+            log.turns[0].__class__(
+                id=900 + i,
+                seq=-10 + i,
+                round=1,
+                speaker="DM",
+                kind="narrative",
+                content=f"Legend {i} of the astrolabe.",
+            ),
+        )
     counts = {}
     for preset in ("minimal", "standard", "deep"):
-        pack = build_pack(pack_input("Thorin", log, input_text="astrolabe",
-                                     config=config(retrieval_preset=preset)))
+        pack = build_pack(
+            pack_input(
+                "Thorin", log, input_text="astrolabe", config=config(retrieval_preset=preset)
+            )
+        )
         counts[preset] = len([r for r in retrieved_refs(pack) if r.startswith("turn:")])
     assert counts == {"minimal": 1, "standard": 2, "deep": 5}
 
@@ -113,23 +136,42 @@ def test_nothing_is_retrieved_when_nothing_matches():
 def test_search_hits_are_ranked_by_keywords_first_then_by_their_full_text_rank():
     log = Log()
     log.add(14, "Thorin", "action", "I wait.")
-    weak = log.turns[0].__class__(id=501, seq=1, round=1, speaker="DM", kind="narrative",
-                                  content="A lens glints.")
-    strong = log.turns[0].__class__(id=502, seq=2, round=1, speaker="DM", kind="narrative",
-                                    content="The brass lens of the astrolabe.")
-    other = log.turns[0].__class__(id=503, seq=3, round=1, speaker="DM", kind="narrative",
-                                   content="Another lens in a drawer.")
-    pack = build_pack(pack_input("Thorin", log, input_text="brass astrolabe lens",
-                                 retrieval_turns=(weak, other, strong)))
+    weak = log.turns[0].__class__(
+        id=501, seq=1, round=1, speaker="DM", kind="narrative", content="A lens glints."
+    )
+    strong = log.turns[0].__class__(
+        id=502,
+        seq=2,
+        round=1,
+        speaker="DM",
+        kind="narrative",
+        content="The brass lens of the astrolabe.",
+    )
+    other = log.turns[0].__class__(
+        id=503, seq=3, round=1, speaker="DM", kind="narrative", content="Another lens in a drawer."
+    )
+    pack = build_pack(
+        pack_input(
+            "Thorin", log, input_text="brass astrolabe lens", retrieval_turns=(weak, other, strong)
+        )
+    )
     assert retrieved_refs(pack) == ["turn:502", "turn:501"]
 
 
 def test_lore_degraded_in_the_frozen_section_is_retrieved_in_full_when_it_matches():
     log = Log()
     log.add(9, "DM", "narrative", "Night.")
-    entries = tuple(lore(i, f"Relic{i}", f"An old relic number {i}.", last_seen_round=i)
-                    for i in range(1, 9))
+    entries = tuple(
+        lore(i, f"Relic{i}", f"An old relic number {i}.", last_seen_round=i) for i in range(1, 9)
+    )
     entries += (lore(50, "Moonwell", "A well that shows the future.", last_seen_round=0),)
-    pack = build_pack(pack_input("Thorin", log, lore=entries, input_text="Go to the Moonwell",
-                                 config=config(budgets={"frozen": 120})))
+    pack = build_pack(
+        pack_input(
+            "Thorin",
+            log,
+            lore=entries,
+            input_text="Go to the Moonwell",
+            config=config(budgets={"frozen": 120}),
+        )
+    )
     assert "- Moonwell (term): A well that shows the future." in section(pack, "retrieval").text

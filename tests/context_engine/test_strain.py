@@ -53,8 +53,9 @@ def strained_campaign() -> Log:
 
 def inp_at(pressure: float | None):
     memory = digest("Hinge Index: the vault was sealed. " * 40)
-    base = pack_input("Thorin", strained_campaign(), digest=memory,
-                      input_text="Where is the ember-glass lantern?")
+    base = pack_input(
+        "Thorin", strained_campaign(), digest=memory, input_text="Where is the ember-glass lantern?"
+    )
     if pressure is None:
         return base
     need = build_pack(base).untrimmed_tokens
@@ -103,8 +104,9 @@ def test_strain_1_drops_the_two_oldest_window_turns_and_makes_retrieval_minimal(
 def test_strain_2_turns_the_older_half_of_the_window_into_a_scene_recap_and_stops_retrieval():
     pack = build_pack(inp_at(0.9))
     assert pack.strain == "strain_2"
-    recapped = [e.ref for e in pack.trim_log if e.action == "summarised"
-                and e.reason.startswith("strain_2")]
+    recapped = [
+        e.ref for e in pack.trim_log if e.action == "summarised" and e.reason.startswith("strain_2")
+    ]
     assert len(recapped) == 8
     recent = section(pack, "recent")
     assert any(i.kind == "recap" for i in recent.items)

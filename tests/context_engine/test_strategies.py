@@ -110,7 +110,11 @@ def test_layered_fills_every_layer():
     for name in ("identity", "rules", "frozen", "state", "digest", "recent", "input"):
         assert section(pack, name).text, name
     assert {i.round for i in campaign().turns if f"turn:{i.id}" in refs(pack, "recent")} == {
-        9, 10, 11, 12}
+        9,
+        10,
+        11,
+        12,
+    }
 
 
 def test_triage_keeps_three_turns_in_full_bullets_for_turns_four_to_ten_and_the_digest():
@@ -147,8 +151,11 @@ def test_tiered_repeats_the_key_instructions_at_the_end_sandwich():
 def test_tiered_keeps_the_last_rounds_in_full_and_condenses_older_rounds():
     pack = build_pack(rich("tiered"))
     recent = section(pack, "recent")
-    full_rounds = {t.round for t in campaign().turns if f"turn:{t.id}" in
-                   [i.ref for i in recent.items if i.kind == "turn"]}
+    full_rounds = {
+        t.round
+        for t in campaign().turns
+        if f"turn:{t.id}" in [i.ref for i in recent.items if i.kind == "turn"]
+    }
     assert full_rounds == {11, 12}
     condensed = [i for i in recent.items if i.kind == "condensed"]
     assert len(condensed) == 6  # rounds 9 and 10 of the 4-round window
@@ -157,8 +164,9 @@ def test_tiered_keeps_the_last_rounds_in_full_and_condenses_older_rounds():
 
 def test_tiered_enforces_per_tier_budgets():
     roomy = build_pack(rich("tiered"))
-    squeezed = build_pack(rich("tiered", cfg={"tier_budgets": (("hot", 6000), ("warm", 40),
-                                                               ("cold", 30))}))
+    squeezed = build_pack(
+        rich("tiered", cfg={"tier_budgets": (("hot", 6000), ("warm", 40), ("cold", 30))})
+    )
     assert [i for i in section(squeezed, "recent").items if i.kind == "condensed"] == []
     cold = sum(section(squeezed, name).tokens for name in ("rules", "digest", "retrieval"))
     assert cold <= 30

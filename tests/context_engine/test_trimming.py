@@ -90,8 +90,7 @@ def hinge_campaign():
 
 def test_hinge_turns_older_than_the_window_stay_as_anchors_within_quota_and_ttl():
     log, hinges = hinge_campaign()
-    pack = build_pack(pack_input("Thorin", log, config=config(hinge_quota=3,
-                                                               hinge_ttl_rounds=10)))
+    pack = build_pack(pack_input("Thorin", log, config=config(hinge_quota=3, hinge_ttl_rounds=10)))
     anchors = [i.ref for i in section(pack, "recent").items if i.kind == "anchor"]
     assert anchors == [f"turn:{hinges[r].id}" for r in (6, 7, 8)]
     reasons = {e.ref: e.reason for e in pack.trim_log}
@@ -113,8 +112,11 @@ def test_non_hinge_turns_are_dropped_before_hinge_anchors():
     order = dropped(pack)
     anchor_refs = {f"turn:{hinges[r].id}" for r in (6, 7, 8)}
     first_anchor = min(i for i, ref in enumerate(order) if ref in anchor_refs)
-    window_non_hinges = [ref for ref in order if ref not in anchor_refs
-                         and ref not in {f"turn:{h.id}" for h in hinges.values()}]
+    window_non_hinges = [
+        ref
+        for ref in order
+        if ref not in anchor_refs and ref not in {f"turn:{h.id}" for h in hinges.values()}
+    ]
     assert all(order.index(ref) < first_anchor for ref in window_non_hinges)
 
 
@@ -123,8 +125,9 @@ def lore_campaign():
     log.add(8, "DM", "narrative", "Thorin lifts the VOID-CHISEL from the altar.")
     entries = (
         lore(1, "void-chisel", "A chisel that cuts shadows.", last_seen_round=1),
-        lore(2, "Ember-glass", "Glass that keeps a flame alive.", last_seen_round=7,
-             mention_count=2),
+        lore(
+            2, "Ember-glass", "Glass that keeps a flame alive.", last_seen_round=7, mention_count=2
+        ),
         lore(3, "Salt road", "The old smugglers' route.", last_seen_round=7, mention_count=9),
         lore(4, "Grey Court", "A secret society of judges.", last_seen_round=2),
     )
@@ -135,8 +138,9 @@ def test_lore_named_in_the_window_gets_its_full_definition_first():
     log, entries = lore_campaign()
     base = build_pack(pack_input("Thorin", log, lore=entries))
     frozen_budget = section(base, "frozen").tokens - 5  # not everything fits in full
-    pack = build_pack(pack_input("Thorin", log, lore=entries,
-                                 config=config(budgets={"frozen": frozen_budget})))
+    pack = build_pack(
+        pack_input("Thorin", log, lore=entries, config=config(budgets={"frozen": frozen_budget}))
+    )
     frozen = section(pack, "frozen").text
     assert "- void-chisel (term): A chisel that cuts shadows." in frozen
     assert "Grey Court" in frozen.split("names only")[1]  # least recent degrades first
@@ -145,8 +149,9 @@ def test_lore_named_in_the_window_gets_its_full_definition_first():
 def test_lore_named_in_the_input_is_matched_case_insensitively():
     log, entries = lore_campaign()
     tight = config(budgets={"frozen": 140})
-    pack = build_pack(pack_input("Thorin", log, lore=entries, input_text="Ask about grey court",
-                                 config=tight))
+    pack = build_pack(
+        pack_input("Thorin", log, lore=entries, input_text="Ask about grey court", config=tight)
+    )
     assert "- Grey Court (term): A secret society of judges." in section(pack, "frozen").text
 
 
@@ -165,8 +170,9 @@ def test_unnamed_lore_is_ranked_by_recency_then_mentions():
 
 def test_lore_that_does_not_fit_degrades_to_a_names_only_line_and_is_logged():
     log, entries = lore_campaign()
-    pack = build_pack(pack_input("Thorin", log, lore=entries,
-                                 config=config(budgets={"frozen": 115})))
+    pack = build_pack(
+        pack_input("Thorin", log, lore=entries, config=config(budgets={"frozen": 115}))
+    )
     frozen = section(pack, "frozen")
     degraded = [e.ref for e in pack.trim_log if e.action == "degraded" and e.section == "frozen"]
     assert degraded, "the budget was chosen so that some lore cannot be given in full"
@@ -179,12 +185,16 @@ def test_lore_that_does_not_fit_degrades_to_a_names_only_line_and_is_logged():
 
 def test_hook_and_bios_are_never_cut_even_when_they_overflow_the_frozen_budget():
     log, entries = lore_campaign()
-    pack = build_pack(pack_input("Thorin", log, lore=entries,
-                                 config=config(budgets={"frozen": 20})))
+    pack = build_pack(
+        pack_input("Thorin", log, lore=entries, config=config(budgets={"frozen": 20}))
+    )
     frozen = section(pack, "frozen").text
     assert "The city of Ashfall burns; find who lit the fire." in frozen
-    for bio in ("The narrator of the Ashfall campaign.", "A dwarf smith with a grudge.",
-                "An elven scout."):
+    for bio in (
+        "The narrator of the Ashfall campaign.",
+        "A dwarf smith with a grudge.",
+        "An elven scout.",
+    ):
         assert bio in frozen
     assert any("never cut" in w for w in pack.warnings)
     for entry in entries:  # no room even for names: each loss is logged
@@ -197,8 +207,9 @@ def test_a_long_transcript_never_squeezes_the_digest():
         for i in range(6):
             log.add(r, "DM", "narrative", f"Round {r} beat {i}: " + LONG[:300])
     memory = digest("Hinge Index: the duke lied.\nOpen Threads: the crypt.")
-    pack = build_pack(pack_input("Thorin", log, digest=memory,
-                                 config=config(budgets={"recent": 300})))
+    pack = build_pack(
+        pack_input("Thorin", log, digest=memory, config=config(budgets={"recent": 300}))
+    )
     assert "Open Threads: the crypt." in section(pack, "digest").text
     assert section(pack, "recent").trimmed
     assert not section(pack, "digest").trimmed
@@ -210,8 +221,9 @@ def test_unused_budget_is_not_lent_unless_configured():
         log.add(1, "Thorin", "action", f"Step {i} of a long climb up the tower stairs.")
     tight = {"recent": 120}
     off = build_pack(pack_input("Thorin", log, config=config(budgets=tight)))
-    on = build_pack(pack_input("Thorin", log, config=config(budgets=tight,
-                                                             lend_unused_budget=True)))
+    on = build_pack(
+        pack_input("Thorin", log, config=config(budgets=tight, lend_unused_budget=True))
+    )
     assert section(off, "recent").budget == 120
     assert section(on, "recent").budget > 120
     assert len(refs(on, "recent")) > len(refs(off, "recent"))
