@@ -36,7 +36,7 @@ def window_refs(pack):
 
 def test_checkpoint_moves_covered_turns_out_of_the_window_except_the_minimum_window():
     log = campaign()
-    cut_at = log.turns[8].seq  # the first turn of round 3... up to round 3's first turns
+    cut_at = log.turns[8].seq  # the last turn of round 3
     memory = digest("Hinge Index: the gate held.", round_to=3)
     pack = build_pack(
         pack_input("Thorin", log, digest=memory, events=(event("checkpoint", cut_at, 3),))
