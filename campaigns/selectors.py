@@ -194,27 +194,18 @@ def search_turns(
             )
         )
     elif connection.vendor == "sqlite":
-        matching = Turn.objects.filter(pk__in=_sqlite_matches(experiment_id, words)).filter(
-            _turn_rule(viewer)
+        # Driven by the FTS5 row ids alone: with an experiment predicate in the same
+        # statement, SQLite's planner (no ANALYZE statistics) walks the experiment's whole
+        # history instead. The experiment's token is in every indexed row.
+        query = f"xexp{experiment_id} AND (" + " OR ".join(f'"{w}"' for w in words) + ")"
+        newest_matches = RawSQL(
+            "SELECT rowid FROM campaigns_turn_fts WHERE campaigns_turn_fts MATCH %s "
+            "ORDER BY rowid DESC LIMIT %s",
+            [query, SEARCH_SCAN_LIMIT],
         )
+        matching = Turn.objects.filter(pk__in=newest_matches).filter(_turn_rule(viewer))
     else:  # pragma: no cover - only the two supported databases
         return []
     if before_round is not None:
         matching = matching.filter(round__lt=before_round)
     return [t for t in matching.order_by("-seq")[:limit] if t.experiment_id == experiment_id]
-
-
-def _sqlite_matches(experiment_id: int, words: list[str]) -> list[int]:
-    """Ids of the experiment's newest FTS5 matches (its token is in every indexed row).
-
-    Fetched apart from the rows: joined in one statement, SQLite's planner (without
-    ANALYZE statistics) walks the experiment's whole history probing the match list.
-    """
-    query = f"xexp{experiment_id} AND (" + " OR ".join(f'"{word}"' for word in words) + ")"
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT rowid FROM campaigns_turn_fts WHERE campaigns_turn_fts MATCH %s "
-            "ORDER BY rowid DESC LIMIT %s",
-            [query, SEARCH_SCAN_LIMIT],
-        )
-        return [row[0] for row in cursor.fetchall()]
