@@ -1,0 +1,117 @@
+"""Acceptance: a player-linked user never obtains another role's whisper, a GM note,
+another player's monologue or secret goal — through any endpoint, with any parameters,
+including lore, summaries, context and task results.
+
+Markers planted by `secrets_campaign` are searched for in the raw response bytes.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from campaigns.models import Experiment, Turn
+from tests.campaigns.api.conftest import ALLOWED, FORBIDDEN
+
+pytestmark = pytest.mark.django_db
+
+ROLES = ["DM", "Thorin", "Cassia", "Judge", "Nobody", ""]
+INPUTS = ["", "trapdoor ledger doubt twist", "whisper reply Cassia DM", "dmlore cassialore"]
+
+
+def _get_urls(secrets) -> list[str]:
+    """Every GET the API has, with every way of asking for more than one should see."""
+    e = f"/api/experiments/{secrets.experiment.pk}"
+    urls = ["/api/experiments/", f"{e}/", f"{e}/export/", f"/api/tasks/{secrets.job.pk}/"]
+    for base in ("participants", "turns", "lore", "summaries"):
+        urls.append(f"{e}/{base}/")
+        urls.extend(f"{e}/{base}/?as={role}" for role in ROLES)
+    urls.extend(f"{e}/turns/?kind={kind}" for kind in Turn.Kind.values)
+    urls.extend(f"{e}/turns/?kind={kind}&as=DM" for kind in Turn.Kind.values)
+    urls.extend(f"{e}/turns/?round={r}&page_size=1&page={p}" for r in (0, 1) for p in (1, 2, 9))
+    urls.extend(f"{e}/lore/{entry.pk}/" for entry in secrets.lore.values())
+    urls.extend(f"{e}/lore/{entry.pk}/?as=DM" for entry in secrets.lore.values())
+    for role in ROLES[:3]:
+        for text in INPUTS:
+            urls.append(f"{e}/context/{role}/?input={text}")
+            urls.append(f"{e}/context/{role}/?input={text}&debug=1&as=DM")
+    return urls
+
+
+def _sweep(client, urls) -> str:
+    bodies = []
+    for url in urls:
+        response = client.get(url)
+        assert response.status_code < 500, url
+        bodies.append(response.content.decode("utf-8"))
+    return "\n".join(bodies)
+
+
+def _leaks(text: str) -> list[str]:
+    return [name for name, marker in FORBIDDEN.items() if marker in text]
+
+
+def test_the_player_obtains_nothing_private_from_any_get(api, secrets_campaign, player):
+    seen = _sweep(api(player), _get_urls(secrets_campaign))
+    assert _leaks(seen) == []
+    # The sweep reached real content: everything Thorin may read did come back.
+    assert [name for name, marker in ALLOWED.items() if marker not in seen] == []
+
+
+def test_the_owner_sweep_finds_every_marker(api, secrets_campaign, owner):
+    """Control: the markers are reachable, so their absence above means something."""
+    seen = _sweep(api(owner), _get_urls(secrets_campaign))
+    assert sorted(set(FORBIDDEN) - set(_leaks(seen))) == []
+
+
+def test_whisper_existence_never_carries_whisper_content(api, secrets_campaign, player):
+    Experiment.objects.filter(pk=secrets_campaign.experiment.pk).update(
+        config={"show_whisper_existence": True}
+    )
+    seen = _sweep(api(player), _get_urls(secrets_campaign))
+    assert _leaks(seen) == []
+
+
+def test_a_players_own_posts_cannot_pull_private_text(api, secrets_campaign, player):
+    """Writes echo only what was written: even a turn naming private roles leaks nothing."""
+    url = f"/api/experiments/{secrets_campaign.experiment.pk}/turns/"
+    bodies = [
+        {"round": 1, "speaker": "Thorin", "kind": "action", "content": "I look around."},
+        {"round": 1, "speaker": "Cassia", "kind": "action", "content": "Impersonation."},
+        {"round": 1, "speaker": "Thorin", "kind": "whisper", "content": "?", "visibility": ["DM"]},
+    ]
+    seen = [api(player).post(url, body, format="json").content.decode() for body in bodies]
+    assert _leaks("\n".join(seen)) == []
+
+
+def _paths(secrets) -> list[str]:
+    e = f"/api/experiments/{secrets.experiment.pk}"
+    lore = [f"{e}/lore/{entry.pk}/" for entry in secrets.lore.values()]
+    context = [f"{e}/context/{role}/" for role in ("DM", "Thorin", "Cassia", "Judge")]
+    lists = [f"{e}/{name}/" for name in ("participants", "turns", "lore", "summaries")]
+    return [*lists, *lore, *context, f"/api/tasks/{secrets.job.pk}/", f"{e}/export/"]
+
+
+NOISE = st.text(max_size=12)
+PARAMS = st.fixed_dictionaries(
+    {},
+    optional={
+        "as": st.one_of(st.sampled_from(ROLES), NOISE),
+        "round": st.one_of(st.sampled_from(["0", "1", "2", "-1", "1e9"]), NOISE),
+        "kind": st.one_of(st.sampled_from(Turn.Kind.values), NOISE),
+        "page": st.sampled_from(["1", "2", "0", "x"]),
+        "page_size": st.sampled_from(["1", "3", "500", "0"]),
+        "input": st.one_of(st.sampled_from(INPUTS), NOISE),
+        "debug": st.sampled_from(["1", "true", "0"]),
+    },
+)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(choice=st.integers(min_value=0, max_value=50), params=PARAMS)
+def test_no_parameters_make_any_endpoint_leak(api, secrets_campaign, player, choice, params):
+    paths = _paths(secrets_campaign)
+    response = api(player).get(paths[choice % len(paths)], params)
+    assert response.status_code < 500
+    assert _leaks(response.content.decode("utf-8")) == []
