@@ -57,3 +57,35 @@ def summarizer_client(experiment: Experiment) -> LLMClient:
 
 def definer_client(experiment: Experiment) -> LLMClient:
     return _client(_model_id(experiment, "definer_model", "hydrator_model"))
+
+
+# -- circuit breaker ----------------------------------------------------------------------
+# A model that just failed all its retries is presumed down for a while: the next memory
+# calls go straight to their deterministic fallback instead of each waiting out its own
+# timeouts (twenty definitions × two 30 s timeouts would hold a worker, or an eager
+# /checkpoint, for twenty minutes). Per process and per client; nothing is persisted.
+_down_since: dict[int, float] = {}
+
+
+def breaker_seconds() -> float:
+    return float(getattr(settings, "BABEL_LLM_BREAKER_SECONDS", 60))
+
+
+def model_down(client: LLMClient) -> bool:
+    since = _down_since.get(id(client))
+    if since is None:
+        return False
+    if time.monotonic() - since >= breaker_seconds():
+        _down_since.pop(id(client), None)
+        return False
+    return True
+
+
+def mark_down(client: LLMClient) -> None:
+    model = getattr(client, "model", "?")
+    log.warning("model %s failed; skipping it for %ss", model, breaker_seconds())
+    _down_since[id(client)] = time.monotonic()
+
+
+def mark_up(client: LLMClient) -> None:
+    _down_since.pop(id(client), None)

@@ -30,13 +30,21 @@ from campaigns.services.lore import actor_for
 from campaigns.services.memory.audiences import Audience, audiences_for, turns_for_audience
 from campaigns.services.memory.backends import (
     RETRY_ATTEMPTS,
+    mark_down,
+    mark_up,
+    model_down,
     retry_base_delay,
     scaled_sleep,
     summarizer_client,
 )
 from campaigns.services.validation import effective_config
 from context_engine.llm import is_offline
-from context_engine.memory import condense_monologues, detect_milestones, make_digest
+from context_engine.memory import (
+    condense_monologues,
+    detect_milestones,
+    fallback_digest,
+    make_digest,
+)
 from context_engine.visibility import audience_key
 
 log = logging.getLogger(__name__)
@@ -139,14 +147,24 @@ def commit_digest(*, experiment: Experiment, plan: DigestPlan) -> Summary | None
     """
     dms = dm_roles(experiment=experiment)
     previous = digest_view(plan.previous, dms)
-    result = make_digest(
-        previous,
-        turn_views(plan.turns, dms),
-        client=summarizer_client(experiment),
-        attempts=RETRY_ATTEMPTS,
-        base_delay=retry_base_delay(),
-        max_tokens=_digest_tokens(experiment),
-    )
+    views = turn_views(plan.turns, dms)
+    client = summarizer_client(experiment)
+    max_tokens = _digest_tokens(experiment)
+    if not is_offline(client) and model_down(client):
+        result = fallback_digest(
+            previous, views, max_tokens=max_tokens, reason=f"{client.model} failed recently"
+        )
+    else:
+        result = make_digest(
+            previous,
+            views,
+            client=client,
+            attempts=RETRY_ATTEMPTS,
+            base_delay=retry_base_delay(),
+            max_tokens=max_tokens,
+        )
+        if not is_offline(client):
+            (mark_down if result.method == Summary.Method.FALLBACK else mark_up)(client)
     if result.fallback_reason:
         log.warning(
             "digest for %s of experiment %s fell back: %s",
@@ -266,13 +284,15 @@ def strategic_update(*, experiment: Experiment, role: str) -> Summary | None:
         dms = dm_roles(experiment=experiment)
         views = turn_views(older, dms)
         client = summarizer_client(experiment)
+        if model_down(client):
+            client = None
         text = condense_monologues(
             views, client=client, max_tokens=STRATEGIC_MAX_TOKENS, sleep=scaled_sleep
         )
         if not text:
             return None
         extractive = condense_monologues(views, client=None, max_tokens=STRATEGIC_MAX_TOKENS)
-        by_model = not is_offline(client) and text != extractive
+        by_model = client is not None and not is_offline(client) and text != extractive
         try:
             with transaction.atomic():
                 return Summary.objects.create(

@@ -40,7 +40,13 @@ from campaigns.adapters import turn_view
 from campaigns.models import Experiment, LoreEntry, LoreRevision, Turn
 from campaigns.selectors import OMNISCIENT, dm_roles, turns_visible_to
 from campaigns.services.memory.audiences import digest_turns
-from campaigns.services.memory.backends import definer_client, scaled_sleep
+from campaigns.services.memory.backends import (
+    definer_client,
+    mark_down,
+    mark_up,
+    model_down,
+    scaled_sleep,
+)
 from campaigns.services.memory.dispatch import send_on_commit
 from context_engine.llm import is_offline
 from context_engine.memory import (
@@ -338,7 +344,7 @@ def define_term(*, entry: LoreEntry) -> str | None:
         return None  # a person has taken this entry over
     experiment = entry.experiment
     client = definer_client(experiment)
-    if is_offline(client):
+    if is_offline(client) or model_down(client):
         return None
     dms = dm_roles(experiment=experiment)
     audience = parse_stored_visibility(entry.audience, dms)
@@ -353,8 +359,11 @@ def define_term(*, entry: LoreEntry) -> str | None:
         category=entry.category,
         sleep=scaled_sleep,
     )
+    if defined is not None and defined.method != "llm":
+        mark_down(client)  # it had sentences to work from, so the model failed
     if defined is None or defined.method != "llm" or not defined.definition:
         return None
+    mark_up(client)
     if defined.definition == entry.definition:
         return None
     claimed = (
