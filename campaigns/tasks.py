@@ -12,7 +12,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from campaigns.models import Experiment, Job, LoreEntry, Turn
-from campaigns.services import maintenance, memory
+from campaigns.services import maintenance, memory, relay
 from campaigns.services.memory.dispatch import send_on_commit
 
 
@@ -70,3 +70,17 @@ def run_memory_job(job_id: str) -> str | None:
     if job is None:
         return None
     return memory.memory_job_run(job=job).status
+
+
+@shared_task(
+    acks_late=True,
+    soft_time_limit=relay.ROUND_SOFT_TIME_LIMIT,
+    time_limit=relay.ROUND_TIME_LIMIT,
+)
+def run_round(job_id: str) -> str | None:
+    """One relay round (SPEC §6). Idempotent by the Job's claim: pending → running happens
+    once, so a redelivered message finds the Job claimed and runs nothing again."""
+    if not Job.objects.filter(pk=job_id, kind=Job.Kind.ROUND).exists():
+        return None
+    job = relay.round_run(job_id=job_id)
+    return None if job is None else job.status
