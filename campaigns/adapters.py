@@ -49,6 +49,8 @@ def pack_config(experiment: Experiment) -> PackConfig:
         retrieval_preset=config["retrieval_preset"],
         lend_unused_budget=config["lend_unused_budget"],
         show_whisper_existence=config["show_whisper_existence"],
+        window_turns=config["window_turns"],
+        tier_budgets=tuple(sorted(config.get("tier_budgets", {}).items())),
     )
 
 

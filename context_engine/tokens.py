@@ -30,10 +30,20 @@ def _counter() -> tuple[str, Callable[[str], int]]:
     return "cl100k_base", count_with_tiktoken
 
 
+CACHED_TEXT_CHARS = 4000  # short texts recur in every pack (bios, hook, lore): cache them
+
+
 def count(text: str) -> int:
     """Number of tokens in ``text`` (cl100k_base, or len//4 without tiktoken)."""
     if not text:
         return 0
+    if len(text) <= CACHED_TEXT_CHARS:
+        return _count_cached(text)
+    return _counter()[1](text)
+
+
+@lru_cache(maxsize=16384)
+def _count_cached(text: str) -> int:
     return _counter()[1](text)
 
 

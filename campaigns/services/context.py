@@ -57,13 +57,14 @@ def pack_input_for_role(
     needs = history_needs(config, current_round, events)
     visible = selectors.turns_visible_to(experiment=experiment_id, viewer=viewer)
 
-    turns = _window_turns(visible, needs)
+    transcript = visible.exclude(kind=Turn.Kind.MONOLOGUE)  # own monologues ride apart
+    turns = _window_turns(visible, transcript, needs)
     if needs.monologue_count and not needs.full:
         own = visible.filter(kind=Turn.Kind.MONOLOGUE, speaker=role).order_by("-seq")
         turns = _merge(turns, own[: needs.monologue_count])
     views = list(adapters.turn_views(turns, dm_roles))
     if needs.unreadable_whispers and not viewer.omniscient:
-        views.extend(_whisper_stubs(experiment_id, viewer, needs, dm_roles))
+        views.extend(_whisper_stubs(experiment_id, viewer, transcript, needs, dm_roles))
 
     input_text = input_text[:MAX_INPUT_CHARS]
     retrieval = ()
@@ -111,7 +112,7 @@ def _experiment_with_state(experiment_id: int) -> Experiment:
     )
 
 
-def _window_turns(visible, needs) -> list[Turn]:
+def _window_turns(visible, transcript, needs) -> list[Turn]:
     """Recent rounds, hinge anchors and the last N turns, in one query.
 
     A UNION of index-friendly parts: an OR across them would make the database scan
@@ -126,14 +127,20 @@ def _window_turns(visible, needs) -> list[Turn]:
     if needs.hinge_from_round is not None:
         parts.append(visible.filter(hinge=True, round__gte=needs.hinge_from_round))
     if needs.last_turns:
-        # The Nth-newest visible seq as a subquery; with fewer than N visible turns it is
-        # NULL and every turn qualifies.
-        nth = visible.order_by("-seq").values("seq")[needs.last_turns - 1 : needs.last_turns]
-        parts.append(visible.filter(seq__gte=Coalesce(Subquery(nth), Value(0))))
+        parts.append(visible.filter(seq__gte=_nth_newest_seq(transcript, needs.last_turns)))
     if not parts:
         return []
     query = parts[0].union(*parts[1:]) if len(parts) > 1 else parts[0]
     return list(query)
+
+
+def _nth_newest_seq(transcript, n: int):
+    """The seq of the Nth-newest transcript turn, as a subquery (0 with fewer than N).
+
+    ``transcript`` leaves out the role's own monologues, which `history_needs` counts apart.
+    """
+    nth = transcript.order_by("-seq").values("seq")[n - 1 : n]
+    return Coalesce(Subquery(nth), Value(0))
 
 
 def _merge(turns: list[Turn], extra) -> list[Turn]:
@@ -141,7 +148,7 @@ def _merge(turns: list[Turn], extra) -> list[Turn]:
     return turns + [turn for turn in extra if turn.pk not in seen]
 
 
-def _whisper_stubs(experiment_id, viewer, needs, dm_roles):
+def _whisper_stubs(experiment_id, viewer, transcript, needs, dm_roles):
     """Whispers the role may not read, as content-free stubs ("X whispered to Y")."""
     readable = selectors.turns_visible_to(experiment=experiment_id, viewer=viewer)
     unreadable = (
@@ -149,8 +156,14 @@ def _whisper_stubs(experiment_id, viewer, needs, dm_roles):
         .exclude(pk__in=readable.values("pk"))
         .only("id", "seq", "round", "speaker", "kind", "visibility", "hinge")
     )
-    if not needs.full and needs.from_round is not None:
-        unreadable = unreadable.filter(round__gte=needs.from_round)
+    if not needs.full:
+        # The same ranges the window loads, never the whole history.
+        ranges = Q(pk__in=[])
+        if needs.from_round is not None:
+            ranges |= Q(round__gte=needs.from_round)
+        if needs.last_turns:
+            ranges |= Q(seq__gte=_nth_newest_seq(transcript, needs.last_turns))
+        unreadable = unreadable.filter(ranges)
     return [adapters.turn_view(turn, dm_roles, redact=True) for turn in unreadable]
 
 

@@ -26,7 +26,9 @@ _INT_KEYS: dict[str, tuple[int, int]] = {
     "hinge_ttl_rounds": (0, 1000),
     "memory_interval": (1, 100),
     "max_content_chars": (1, 10_000_000),
+    "window_turns": (1, 500),
 }
+TIERS = ("hot", "warm", "cold")
 _BOOL_KEYS = ("lend_unused_budget", "show_whisper_existence")
 _MODEL_KEYS = ("summarizer_model", "hydrator_model", "definer_model")
 CONFIG_DEFAULTS: dict[str, object] = {
@@ -39,6 +41,8 @@ CONFIG_DEFAULTS: dict[str, object] = {
     "memory_interval": 4,
     "lend_unused_budget": False,
     "show_whisper_existence": False,
+    "window_turns": 12,
+    "tier_budgets": {},
 }
 
 
@@ -130,7 +134,15 @@ def clean_config(value: object, *, field: str = "config") -> dict:
     if not isinstance(value, dict):
         raise ValidationError({field: ["Config must be an object."]})
     errors: dict[str, list[str]] = {}
-    known = {"strategy", "budgets", "retrieval_preset", *_INT_KEYS, *_BOOL_KEYS, *_MODEL_KEYS}
+    known = {
+        "strategy",
+        "budgets",
+        "tier_budgets",
+        "retrieval_preset",
+        *_INT_KEYS,
+        *_BOOL_KEYS,
+        *_MODEL_KEYS,
+    }
     for key in sorted(value):
         path = f"{field}.{key}"
         item = value[key]
@@ -149,21 +161,21 @@ def clean_config(value: object, *, field: str = "config") -> dict:
         elif key in _MODEL_KEYS and (not isinstance(item, str) or not item or len(item) > 100):
             errors[path] = [f"{key} must be a model id such as 'gemini-2.5-flash' or 'offline'."]
         elif key == "budgets":
-            errors.update(_budget_errors(item, path))
+            errors.update(_budget_errors(item, path, DEFAULT_BUDGETS))
+        elif key == "tier_budgets":
+            errors.update(_budget_errors(item, path, TIERS))
     if errors:
         raise ValidationError(errors)
     return dict(value)
 
 
-def _budget_errors(budgets: object, path: str) -> dict[str, list[str]]:
+def _budget_errors(budgets: object, path: str, names) -> dict[str, list[str]]:
     if not isinstance(budgets, dict):
-        return {path: ["Budgets must be an object of section → tokens."]}
+        return {path: ["Budgets must be an object of name → tokens."]}
     errors: dict[str, list[str]] = {}
     for section, tokens in budgets.items():
-        if section not in DEFAULT_BUDGETS:
-            errors[f"{path}.{section}"] = [
-                f"Unknown section {section!r}; sections: {', '.join(DEFAULT_BUDGETS)}."
-            ]
+        if section not in names:
+            errors[f"{path}.{section}"] = [f"Unknown name {section!r}; known: {', '.join(names)}."]
         elif (
             isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens <= 1_000_000
         ):

@@ -127,3 +127,31 @@ def test_no_player_pack_of_the_demo_holds_secrets_it_should_not():
 def test_an_unknown_role_is_reported_by_name(campaign):
     with pytest.raises(selectors.UnknownRole, match="Gandalf"):
         pack_for_role(experiment=campaign, role="Gandalf")
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    ["sliding_window", "rolling_summary", "structured_state", "layered", "triage", "tiered"],
+)
+@pytest.mark.parametrize("show_whisper_existence", [False, True])
+def test_what_the_loader_fetches_builds_the_same_pack_as_the_whole_history(
+    forty_rounds, strategy, show_whisper_existence
+):
+    from dataclasses import replace
+
+    from campaigns import adapters
+    from campaigns.models import Turn
+    from campaigns.services.context import pack_input_for_role
+    from context_engine.pack import build_pack
+
+    forty_rounds.config = {
+        "strategy": strategy,
+        "window_turns": 5,
+        "show_whisper_existence": show_whisper_existence,
+    }
+    forty_rounds.save()
+    everything = adapters.turn_views(Turn.objects.filter(experiment=forty_rounds).order_by("seq"))
+    for role in ("DM", "Thorin", "Wren"):
+        loaded = pack_input_for_role(experiment=forty_rounds, role=role, input_text="tide")
+        whole = replace(loaded, turns=everything)
+        assert pack_to_json(build_pack(loaded)) == pack_to_json(build_pack(whole)), role
