@@ -45,11 +45,55 @@ class RoleListOutField(serializers.JSONField):
     """A stored visibility / audience, read back (null = everyone)."""
 
 
+# JSON bodies are typed: DRF would quietly turn 7 into "7", "7" into 7 and "yes" into True.
+# The API answers what the schema says instead — a string is a string — so a client's
+# type mistake is a 400 naming the field, not a silently converted value.
+
+
+class StrictCharField(serializers.CharField):
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+class StrictChoiceField(serializers.ChoiceField):
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid_choice", input=data)
+        return super().to_internal_value(data)
+
+
+class StrictPrimaryKeyField(serializers.PrimaryKeyRelatedField):
+    """An id as a JSON integer; an out-of-range id simply does not exist (never a DB error)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("incorrect_type", data_type=type(data).__name__)
+        if not 1 <= data <= 2**63 - 1:
+            self.fail("does_not_exist", pk_value=data)
+        return super().to_internal_value(data)
+
+
 def round_field(**kwargs) -> serializers.IntegerField:
-    return serializers.IntegerField(min_value=0, max_value=MAX_INT, **kwargs)
+    return StrictIntegerField(min_value=0, max_value=MAX_INT, **kwargs)
 
 
 def text_field(**kwargs) -> serializers.CharField:
     """Free text kept exactly as sent (no whitespace trimming, blank allowed)."""
     kwargs.setdefault("allow_blank", True)
-    return serializers.CharField(trim_whitespace=False, **kwargs)
+    return StrictCharField(trim_whitespace=False, **kwargs)

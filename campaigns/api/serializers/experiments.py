@@ -6,7 +6,16 @@ from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from campaigns.api.serializers.base import MAX_INT, StrictSerializer, round_field, text_field
+from campaigns.api.serializers.base import (
+    MAX_INT,
+    StrictCharField,
+    StrictChoiceField,
+    StrictIntegerField,
+    StrictPrimaryKeyField,
+    StrictSerializer,
+    round_field,
+    text_field,
+)
 from campaigns.models import Experiment, Participant
 from campaigns.services import validation
 from context_engine.types import DEFAULT_BUDGETS, STRATEGIES
@@ -63,21 +72,21 @@ class ExperimentSerializer(serializers.ModelSerializer):
 
 
 class ExperimentCreateSerializer(StrictSerializer):
-    name = serializers.CharField(max_length=200)
+    name = StrictCharField(max_length=200)
     hook = text_field(required=False, default="")
     rules = text_field(required=False, default="")
     config = ConfigField(required=False, default=dict)
-    status = serializers.ChoiceField(
+    status = StrictChoiceField(
         choices=Experiment.Status.choices, required=False, default=Experiment.Status.DRAFT
     )
 
 
 class ExperimentUpdateSerializer(StrictSerializer):
-    name = serializers.CharField(max_length=200, required=False)
+    name = StrictCharField(max_length=200, required=False)
     hook = text_field(required=False)
     rules = text_field(required=False)
     config = ConfigField(required=False)
-    status = serializers.ChoiceField(choices=Experiment.Status.choices, required=False)
+    status = StrictChoiceField(choices=Experiment.Status.choices, required=False)
 
 
 class ParticipantSerializer(serializers.ModelSerializer):
@@ -105,16 +114,16 @@ class ParticipantSerializer(serializers.ModelSerializer):
 
 
 class ParticipantCreateSerializer(StrictSerializer):
-    role = serializers.CharField(max_length=64, trim_whitespace=False)
-    kind = serializers.ChoiceField(
+    role = StrictCharField(max_length=64, trim_whitespace=False)
+    kind = StrictChoiceField(
         choices=Participant.Kind.choices, required=False, default=Participant.Kind.PLAYER
     )
-    model = serializers.CharField(max_length=100, required=False, default="human")
+    model = StrictCharField(max_length=100, required=False, default="human")
     bio = text_field(required=False, default="")
     identity = text_field(required=False, default="")
     secret = text_field(required=False, default="")
     reveal_round = round_field(required=False, allow_null=True, default=None)
-    order = serializers.IntegerField(min_value=0, max_value=MAX_INT, required=False)
-    user = serializers.PrimaryKeyRelatedField(
+    order = StrictIntegerField(min_value=0, max_value=MAX_INT, required=False)
+    user = StrictPrimaryKeyField(
         queryset=get_user_model().objects.all(), required=False, allow_null=True, default=None
     )

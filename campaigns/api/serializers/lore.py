@@ -7,6 +7,9 @@ from rest_framework import serializers
 from campaigns.api.serializers.base import (
     AudienceField,
     RoleListOutField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictChoiceField,
     StrictSerializer,
     round_field,
     text_field,
@@ -40,8 +43,8 @@ class LoreSerializer(serializers.ModelSerializer):
 
 
 class LoreCreateSerializer(StrictSerializer):
-    term = serializers.CharField(max_length=200)
-    category = serializers.ChoiceField(
+    term = StrictCharField(max_length=200)
+    category = StrictChoiceField(
         choices=LoreEntry.Category.choices, required=False, default=LoreEntry.Category.TERM
     )
     definition = text_field(required=False, default="")
@@ -52,8 +55,8 @@ class LoreUpdateSerializer(StrictSerializer):
     """The DM's corrections: a definition, a status (confirm / reject), a lock."""
 
     definition = text_field(required=False)
-    status = serializers.ChoiceField(choices=LoreEntry.Status.choices, required=False)
-    locked = serializers.BooleanField(required=False)
+    status = StrictChoiceField(choices=LoreEntry.Status.choices, required=False)
+    locked = StrictBooleanField(required=False)
     invalid_from_round = round_field(
         required=False,
         allow_null=True,

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from campaigns.api.serializers.base import RoleListOutField, StrictSerializer
+from campaigns.api.serializers.base import (
+    RoleListOutField,
+    StrictCharField,
+    StrictChoiceField,
+    StrictSerializer,
+)
 from campaigns.models import ContextEvent, Job, Summary
 
 
@@ -50,6 +55,14 @@ class ChatMessageSerializer(serializers.Serializer):
     content = serializers.CharField(allow_blank=True)
 
 
+class TrimEventSerializer(serializers.Serializer):
+    section = serializers.CharField()
+    ref = serializers.CharField(allow_blank=True)
+    action = serializers.CharField()
+    reason = serializers.CharField(allow_blank=True)
+    tokens_saved = serializers.IntegerField()
+
+
 class ContextSerializer(serializers.Serializer):
     """The shape of `context_engine.render.pack_to_dict` (schema only)."""
 
@@ -61,11 +74,16 @@ class ContextSerializer(serializers.Serializer):
     strain = serializers.ChoiceField(choices=["normal", "strain_1", "strain_2", "strain_3"])
     sections = ContextSectionSerializer(many=True)
     messages = ChatMessageSerializer(many=True)
+    untrimmed_tokens = serializers.IntegerField(required=False, help_text="With ?debug=true.")
+    trim_log = TrimEventSerializer(many=True, required=False, help_text="With ?debug=true.")
+    warnings = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="With ?debug=true."
+    )
 
 
 class CommandSerializer(StrictSerializer):
-    command = serializers.ChoiceField(choices=ContextEvent.Command.choices)
-    role = serializers.CharField(
+    command = StrictChoiceField(choices=ContextEvent.Command.choices)
+    role = StrictCharField(
         max_length=64,
         required=False,
         allow_null=True,

@@ -5,8 +5,12 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from campaigns.api.serializers.base import (
+    MAX_INT,
     AudienceField,
     RoleListOutField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictChoiceField,
     StrictSerializer,
     round_field,
     text_field,
@@ -39,18 +43,18 @@ class TurnSerializer(serializers.ModelSerializer):
 
 class TurnCreateSerializer(StrictSerializer):
     round = round_field()
-    speaker = serializers.CharField(max_length=64, trim_whitespace=False)
-    kind = serializers.ChoiceField(choices=Turn.Kind.choices)
+    speaker = StrictCharField(max_length=64, trim_whitespace=False)
+    kind = StrictChoiceField(choices=Turn.Kind.choices)
     content = text_field(help_text="At most the experiment's content limit (default 100,000).")
     visibility = AudienceField(required=False, allow_null=True, default=None)
     tags = serializers.ListField(
-        child=serializers.CharField(trim_whitespace=False), required=False, default=list
+        child=StrictCharField(trim_whitespace=False), required=False, default=list
     )
-    hinge = serializers.BooleanField(required=False, default=False)
+    hinge = StrictBooleanField(required=False, default=False)
 
 
 class TurnFilterSerializer(serializers.Serializer):
     """``?round=`` and ``?kind=`` of the turn list (``?as=`` is read by the view)."""
 
-    round = round_field(required=False)
+    round = serializers.IntegerField(min_value=0, max_value=MAX_INT, required=False)
     kind = serializers.ChoiceField(choices=Turn.Kind.choices, required=False)

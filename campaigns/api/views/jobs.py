@@ -2,28 +2,44 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 
 from campaigns.api.access import get_experiment_for, get_job_for
+from campaigns.api.schema import ERROR_REF
 from campaigns.api.serializers import EmptySerializer, JobSerializer
 from campaigns.api.views.base import EXPERIMENT_ID, ApiView, validated
+from campaigns.services import relay
+
+
+class Conflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "Conflict."
+    default_code = "conflict"
 
 
 @extend_schema(parameters=[EXPERIMENT_ID])
 class RoundView(ApiView):
     serializer_class = EmptySerializer
 
-    @extend_schema(request=EmptySerializer, responses={202: JobSerializer})
+    @extend_schema(
+        request=EmptySerializer,
+        responses={202: JobSerializer, 409: OpenApiResponse(ERROR_REF, "A round is running.")},
+    )
     def post(self, request, id):
         """Run the next round (DM, then each player, then whisper answers) in the background."""
-        from campaigns.services.relay import round_start
-
         access = get_experiment_for(request.user, id, write=True)
         validated(EmptySerializer, request.data)
-        job = round_start(experiment=access.experiment, user=request.user)
+        try:
+            job = relay.round_start(experiment=access.experiment, user=request.user)
+        except ValidationError as exc:
+            if relay.ALREADY_RUNNING in exc.messages:
+                raise Conflict({"round": [relay.ALREADY_RUNNING]}) from None
+            raise
         job.shown_result = job.result
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -66,13 +67,15 @@ class ContextView(ApiView):
         """The prompt pack ``role`` would receive now. Players read only their own."""
         access = get_experiment_for(request.user, id)
         check_context_role(access, role)
+        debug = request.query_params.get("debug", "false")
+        if debug not in {"true", "false"}:
+            raise ValidationError({"debug": ["Must be true or false."]})
         pack = pack_for_role(
             experiment=access.experiment,
             role=role,
             input_text=request.query_params.get("input", ""),
         )
-        debug = request.query_params.get("debug", "").lower() in {"1", "true", "yes"}
-        return Response(pack_to_dict(pack, debug=debug))
+        return Response(pack_to_dict(pack, debug=debug == "true"))
 
 
 @extend_schema(parameters=[EXPERIMENT_ID])

@@ -35,7 +35,7 @@ def _get_urls(secrets) -> list[str]:
     for role in ROLES[:3]:
         for text in INPUTS:
             urls.append(f"{e}/context/{role}/?input={text}")
-            urls.append(f"{e}/context/{role}/?input={text}&debug=1&as=DM")
+            urls.append(f"{e}/context/{role}/?input={text}&debug=true&as=DM")
     return urls
 
 
@@ -103,7 +103,7 @@ PARAMS = st.fixed_dictionaries(
         "page": st.sampled_from(["1", "2", "0", "x"]),
         "page_size": st.sampled_from(["1", "3", "500", "0"]),
         "input": st.one_of(st.sampled_from(INPUTS), NOISE),
-        "debug": st.sampled_from(["1", "true", "0"]),
+        "debug": st.sampled_from(["true", "false", "1"]),
     },
 )
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from campaigns import demo
 from campaigns.models import (
     ContextEvent,
     Experiment,
@@ -85,8 +86,10 @@ CASES = [
     Case("DM context", "get", E + "/context/DM/", _row(200, 403, 404)),
     Case("other player's context", "get", E + "/context/Cassia/", _row(200, 403, 404)),
     Case("command", "post", E + "/commands/", _row(202, 403, 404), {"command": "clear"}, True),
+    Case("round", "post", E + "/rounds/", _row(202, 403, 404), {}, True),
     Case("task", "get", "/api/tasks/{job}/", _row(200, 200, 404)),
     Case("export", "get", E + "/export/", _row(200, 403, 404)),
+    Case("import", "post", "/api/import/", _row(201, 201, 201), demo.transcript(), True),
 ]
 
 
@@ -107,6 +110,8 @@ def _fingerprint(experiment_id: int) -> tuple:
 
 @pytest.fixture
 def users(secrets_campaign: Secrets, owner, staff_user, player, stranger) -> dict:
+    # Model-played agents, so that a round may start (an all-human cast cannot).
+    secrets_campaign.experiment.participants.update(model="offline")
     return {
         "owner": owner,
         "staff": staff_user,

@@ -76,7 +76,7 @@ def test_the_context_is_the_pack_shape(api, campaign, owner):
 
 
 def test_debug_adds_the_trim_log(api, campaign, owner):
-    pack = api(owner).get(context_url(campaign, "DM"), {"debug": "1"}).json()
+    pack = api(owner).get(context_url(campaign, "DM"), {"debug": "true"}).json()
     assert "trim_log" in pack
     assert "warnings" in pack
 

@@ -1,0 +1,69 @@
+"""Contract fuzzing: schemathesis generates requests from the live OpenAPI schema and
+sends them to the Django app in-process (WSGI), authenticated as a seeded campaign's
+owner. Every response must be a non-5xx that matches the schema (status, content type,
+body), schema-invalid requests must be rejected, and undocumented methods must be 405.
+
+Path ids are pointed at the seeded rows (unless schemathesis is deliberately sending a
+bad path value), so the fuzzing reaches real objects rather than only 404s.
+"""
+
+from __future__ import annotations
+
+import pytest
+import schemathesis
+from django.core.wsgi import get_wsgi_application
+from hypothesis import HealthCheck, settings
+from rest_framework.authtoken.models import Token
+from schemathesis.core.parameters import ParameterLocation
+from schemathesis.generation.modes import GenerationMode
+from schemathesis.specs.openapi.checks import positive_data_acceptance
+
+from tests.factories import make_experiment
+
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
+
+schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", get_wsgi_application())
+
+# Semantic rules the schema cannot state (a speaker must be one of *this* experiment's
+# roles, a role must not exist yet, …) make some schema-valid bodies a correct 400, so
+# "valid by the schema ⇒ 2xx" does not hold for this API and that one check is left out.
+EXCLUDED_CHECKS = [positive_data_acceptance]
+
+
+def _path_is_positive(case) -> bool:
+    component = case.meta.components.get(ParameterLocation.PATH) if case.meta else None
+    return component is None or component.mode == GenerationMode.POSITIVE
+
+
+def _point_at_seeded_rows(case, secrets) -> None:
+    params = case.path_parameters or {}
+    if not params or not _path_is_positive(case):
+        return
+    experiment = secrets.experiment
+    if "id" in params:
+        if case.method.upper() == "DELETE":
+            experiment = make_experiment(owner=experiment.owner)  # keep the seed for others
+        params["id"] = experiment.pk
+    if "lid" in params:
+        params["lid"] = secrets.lore["public_lore"].pk
+    if "task_id" in params:
+        params["task_id"] = str(secrets.job.pk)
+    if "role" in params:
+        roles = ["DM", "Thorin", "Cassia"]
+        params["role"] = roles[len(str(params["role"])) % len(roles)]
+    case.path_parameters = params
+
+
+@schema.parametrize()
+@settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
+def test_the_api_honours_its_schema(case, secrets_campaign, owner):
+    _point_at_seeded_rows(case, secrets_campaign)
+    token, _ = Token.objects.get_or_create(user=owner)
+    case.call_and_validate(
+        headers={"Authorization": f"Token {token.key}"}, excluded_checks=EXCLUDED_CHECKS
+    )
