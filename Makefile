@@ -35,6 +35,7 @@ lint: venv-dev
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/python manage.py makemigrations --check --dry-run
+	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
 
 test: lint
 	@set +e; $(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \

@@ -1,0 +1,91 @@
+"""One error shape: every bad request is a 400 whose body names the field."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from campaigns.api.exceptions import exception_handler
+from campaigns.models import Experiment, LoreEntry, Participant, Turn
+from tests.factories import make_turn
+
+pytestmark = pytest.mark.django_db
+
+TURN = {"round": 1, "speaker": "DM", "kind": "narrative", "content": "Fine."}
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"round": "1"}, "round"),
+        ({"round": 1.5}, "round"),
+        ({"round": True}, "round"),
+        ({"hinge": "true"}, "hinge"),
+        ({"hinge": 1}, "hinge"),
+        ({"speaker": 5}, "speaker"),
+        ({"kind": 3}, "kind"),
+        ({"content": 42}, "content"),
+        ({"tags": [1, 2]}, "tags"),
+    ],
+)
+def test_json_types_are_not_coerced(api, campaign, owner, changes, field):
+    response = api(owner).post(
+        f"/api/experiments/{campaign.pk}/turns/", {**TURN, **changes}, format="json"
+    )
+    assert response.status_code == 400
+    assert field in response.json(), response.json()
+    assert Turn.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field", "model"),
+    [
+        ("/api/experiments/", {"name": 7}, "name", Experiment),
+        ("/api/experiments/", {"name": "X", "hook": None}, "hook", Experiment),
+        ("/api/experiments/{e}/participants/", {"role": "X", "user": "1"}, "user", Participant),
+        ("/api/experiments/{e}/participants/", {"role": "X", "user": 2**70}, "user", Participant),
+        ("/api/experiments/{e}/participants/", {"role": "X", "order": "2"}, "order", Participant),
+        ("/api/experiments/{e}/lore/", {"term": ["list"]}, "term", LoreEntry),
+    ],
+)
+def test_other_bodies_are_typed_too(api, campaign, owner, path, body, field, model):
+    before = model.objects.count()
+    response = api(owner).post(path.format(e=campaign.pk), body, format="json")
+    assert response.status_code == 400
+    assert field in response.json(), response.json()
+    assert model.objects.count() == before
+
+
+def test_every_unknown_field_is_named(api, campaign, owner):
+    body = {**TURN, "colour": "red", "mood": "grim"}
+    response = api(owner).post(f"/api/experiments/{campaign.pk}/turns/", body, format="json")
+    assert response.status_code == 400
+    assert {"colour", "mood"} <= set(response.json())
+    assert Turn.objects.count() == 0
+
+
+@pytest.mark.parametrize("page_size", ["0", "-3", "abc", "501", "1.5"])
+def test_a_bad_page_size_is_400_naming_it(api, campaign, owner, page_size):
+    response = api(owner).get(f"/api/experiments/{campaign.pk}/turns/", {"page_size": page_size})
+    assert response.status_code == 400
+    assert "page_size" in response.json()
+
+
+@pytest.mark.parametrize("page", ["0", "last", "x", "-1"])
+def test_a_page_that_does_not_exist_is_404(api, campaign, owner, page):
+    make_turn(campaign)
+    response = api(owner).get(f"/api/experiments/{campaign.pk}/turns/", {"page": page})
+    assert response.status_code == 404
+
+
+def test_django_validation_errors_become_field_keyed_400s():
+    keyed = exception_handler(ValidationError({"visibility": ["Unknown role."]}), {})
+    assert keyed.status_code == 400
+    assert keyed.data == {"visibility": ["Unknown role."]}
+    bare = exception_handler(ValidationError("Something is off."), {})
+    assert bare.status_code == 400
+    assert bare.data == {"non_field_errors": ["Something is off."]}
+
+
+def test_other_exceptions_are_left_to_drf():
+    assert exception_handler(RuntimeError("boom"), {}) is None
