@@ -5,7 +5,6 @@ from __future__ import annotations
 from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
 from campaigns.api.access import get_experiment_for
@@ -39,7 +38,6 @@ class ExportView(ApiView):
 
 class ImportView(ApiView):
     serializer_class = ExperimentSerializer
-    parser_classes = [JSONParser]
 
     @extend_schema(
         request={"application/json": TRANSCRIPT_IMPORT_SCHEMA},

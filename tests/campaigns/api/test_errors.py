@@ -89,3 +89,27 @@ def test_django_validation_errors_become_field_keyed_400s():
 
 def test_other_exceptions_are_left_to_drf():
     assert exception_handler(RuntimeError("boom"), {}) is None
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/experiments/", '{"name": "x", "config": {"summarizer_model": "\\ud800"}}'),
+        (
+            "/api/experiments/{e}/turns/",
+            '{"round": 1, "speaker": "DM", "kind": "narrative", "content": "a\\ud800b"}',
+        ),
+        ("/api/experiments/{e}/participants/", '{"role": "X", "bio": "\\udfff"}'),
+        ("/api/import/", '{"experiment": {"name": "\\ud800"}, "participants": [], "turns": []}'),
+        ("/api/auth/token/", '{"username": "\\ud800", "password": "x"}'),
+    ],
+)
+def test_unpaired_surrogates_are_a_400_not_a_500_later(api, campaign, owner, path, body):
+    """JSON can spell text no database or UTF-8 response can hold; it never gets stored."""
+    counts = (Experiment.objects.count(), Turn.objects.count(), Participant.objects.count())
+    response = api(owner).post(
+        path.format(e=campaign.pk), data=body, content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert counts == (Experiment.objects.count(), Turn.objects.count(), Participant.objects.count())
+    assert api(owner).get("/api/experiments/").status_code == 200
