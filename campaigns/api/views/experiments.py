@@ -9,6 +9,7 @@ from rest_framework.response import Response
 
 from campaigns import selectors
 from campaigns.api.access import get_experiment_for, reading_viewer
+from campaigns.api.examples import PARTICIPANT_EXAMPLES
 from campaigns.api.serializers import (
     ExperimentCreateSerializer,
     ExperimentSerializer,
@@ -105,7 +106,11 @@ class ParticipantListView(ApiView):
             )
         return self.get_paginated_response(ParticipantSerializer(page, many=True).data)
 
-    @extend_schema(request=ParticipantCreateSerializer, responses={201: ParticipantSerializer})
+    @extend_schema(
+        request=ParticipantCreateSerializer,
+        responses={201: ParticipantSerializer},
+        examples=PARTICIPANT_EXAMPLES,
+    )
     def post(self, request, id):
         access = get_experiment_for(request.user, id, write=True)
         data = validated(ParticipantCreateSerializer, request.data)

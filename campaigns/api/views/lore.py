@@ -9,6 +9,7 @@ from rest_framework.response import Response
 
 from campaigns import selectors
 from campaigns.api.access import get_experiment_for, get_lore_for, reading_viewer
+from campaigns.api.examples import LORE_EXAMPLES
 from campaigns.api.serializers import LoreCreateSerializer, LoreSerializer, LoreUpdateSerializer
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
 from campaigns.services.lore import lore_create, lore_update
@@ -28,7 +29,9 @@ class LoreListView(ApiView):
         entries = selectors.lore_visible_to(experiment=access.experiment, viewer=viewer)
         return self.paginated(entries.order_by("term", "id"), LoreSerializer)
 
-    @extend_schema(request=LoreCreateSerializer, responses={201: LoreSerializer})
+    @extend_schema(
+        request=LoreCreateSerializer, responses={201: LoreSerializer}, examples=LORE_EXAMPLES
+    )
     def post(self, request, id):
         """The DM adds an entry (confirmed, never overwritten by extraction)."""
         access = get_experiment_for(request.user, id, write=True)

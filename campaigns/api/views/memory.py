@@ -10,6 +10,7 @@ from rest_framework.response import Response
 
 from campaigns import selectors
 from campaigns.api.access import check_context_role, get_experiment_for, reading_viewer
+from campaigns.api.examples import COMMAND_EXAMPLES
 from campaigns.api.serializers import (
     CommandSerializer,
     ContextSerializer,
@@ -82,7 +83,9 @@ class ContextView(ApiView):
 class CommandView(ApiView):
     serializer_class = CommandSerializer
 
-    @extend_schema(request=CommandSerializer, responses={202: JobSerializer})
+    @extend_schema(
+        request=CommandSerializer, responses={202: JobSerializer}, examples=COMMAND_EXAMPLES
+    )
     def post(self, request, id):
         """/checkpoint, /compress or /clear, as background work: answers the task to poll."""
         access = get_experiment_for(request.user, id, write=True)

@@ -8,6 +8,7 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from campaigns.api.access import get_experiment_for
+from campaigns.api.examples import TRANSCRIPT_EXAMPLES
 from campaigns.api.serializers import (
     TRANSCRIPT_IMPORT_SCHEMA,
     ExperimentSerializer,
@@ -42,6 +43,7 @@ class ImportView(ApiView):
     @extend_schema(
         request={"application/json": TRANSCRIPT_IMPORT_SCHEMA},
         responses={201: ExperimentSerializer},
+        examples=TRANSCRIPT_EXAMPLES,
     )
     def post(self, request):
         """Create a new experiment, owned by the caller, from a transcript. All or nothing."""

@@ -9,6 +9,7 @@ from rest_framework.response import Response
 
 from campaigns import selectors
 from campaigns.api.access import check_turn_post, get_experiment_for, reading_viewer
+from campaigns.api.examples import TURN_EXAMPLES
 from campaigns.api.serializers import TurnCreateSerializer, TurnFilterSerializer, TurnSerializer
 from campaigns.api.serializers.base import MAX_INT
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
@@ -54,7 +55,9 @@ class TurnListView(ApiView):
         turns = selectors.turns_visible_to(experiment=access.experiment, viewer=viewer)
         return self.paginated(turns.filter(**filters).order_by("seq"), TurnSerializer)
 
-    @extend_schema(request=TurnCreateSerializer, responses={201: TurnSerializer})
+    @extend_schema(
+        request=TurnCreateSerializer, responses={201: TurnSerializer}, examples=TURN_EXAMPLES
+    )
     def post(self, request, id):
         """Post a turn. A linked player posts only as their role, only what they may read."""
         access = get_experiment_for(request.user, id)

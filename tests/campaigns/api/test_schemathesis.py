@@ -4,7 +4,8 @@ owner. Every response must be a non-5xx that matches the schema (status, content
 body), schema-invalid requests must be rejected, and undocumented methods must be 405.
 
 Path ids are pointed at the seeded rows (unless schemathesis is deliberately sending a
-bad path value), so the fuzzing reaches real objects rather than only 404s.
+bad path value), and valid turn bodies speak as a real role, so the fuzzing reaches real
+objects and real writes rather than only 404s and 400s.
 """
 
 from __future__ import annotations
@@ -30,14 +31,26 @@ schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", get_wsgi_app
 EXCLUDED_CHECKS = [positive_data_acceptance]
 
 
-def _path_is_positive(case) -> bool:
-    component = case.meta.components.get(ParameterLocation.PATH) if case.meta else None
+def _is_positive(case, location: ParameterLocation) -> bool:
+    component = case.meta.components.get(location) if case.meta else None
     return component is None or component.mode == GenerationMode.POSITIVE
+
+
+def _speak_as_a_real_role(case) -> None:
+    """A schema-valid turn still needs a speaker of *this* experiment to be stored."""
+    body = case.body
+    if case.method.upper() != "POST" or not case.path.endswith("/turns/"):
+        return
+    if not isinstance(body, dict) or not _is_positive(case, ParameterLocation.BODY):
+        return
+    body["speaker"] = "DM"
+    if isinstance(body.get("visibility"), list):
+        body["visibility"] = ["DM"]
 
 
 def _point_at_seeded_rows(case, secrets) -> None:
     params = case.path_parameters or {}
-    if not params or not _path_is_positive(case):
+    if not params or not _is_positive(case, ParameterLocation.PATH):
         return
     experiment = secrets.experiment
     if "id" in params:
@@ -62,7 +75,9 @@ def _point_at_seeded_rows(case, secrets) -> None:
     suppress_health_check=list(HealthCheck),
 )
 def test_the_api_honours_its_schema(case, secrets_campaign, owner):
+    secrets_campaign.experiment.participants.update(model="offline")  # rounds may start
     _point_at_seeded_rows(case, secrets_campaign)
+    _speak_as_a_real_role(case)
     token, _ = Token.objects.get_or_create(user=owner)
     case.call_and_validate(
         headers={"Authorization": f"Token {token.key}"}, excluded_checks=EXCLUDED_CHECKS
