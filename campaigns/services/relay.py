@@ -86,6 +86,12 @@ def _active_rounds(experiment: Experiment):
     )
 
 
+def _round_running(experiment: Experiment) -> bool:
+    """Whether a round job of this experiment is pending or running. Call it holding the
+    experiment's row lock, and create the next job under the same lock."""
+    return _active_rounds(experiment).exists()
+
+
 def _check_cast(experiment: Experiment) -> None:
     participants = list(experiment.participants.all())
     if not any(p.kind == Participant.Kind.DM for p in participants):
@@ -112,7 +118,7 @@ def round_create(*, experiment: Experiment, user=None) -> Job:
         message="Abandoned: no progress for longer than a round may take (the worker stopped).",
         updated_at=now,
     )
-    if _active_rounds(locked).exists():
+    if _round_running(locked):
         raise ValidationError({"round": [ALREADY_RUNNING]})
     return Job.objects.create(
         experiment=locked,
