@@ -72,7 +72,8 @@ _HINGE = re.compile(
     re.IGNORECASE,
 )
 _FENCE = re.compile(r"^\s*(```|~~~)[\w-]*\s*$")
-_RECIPIENT_SPLIT = re.compile(r"\s*(?:,|;|&|/|\band\b)\s*", re.IGNORECASE)
+_RECIPIENT_SPLIT = re.compile(r"\s*(?:,|;|&|/)\s*")
+_AND = re.compile(r"\s+and\s+", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,13 @@ def _resolve_recipients(
     by_lower = {role.lower(): role for role in roles}
     found: set[str] = set()
     unknown: list[str] = []
-    for name in _RECIPIENT_SPLIT.split(to or ""):
+    names: list[str] = []
+    for part in _RECIPIENT_SPLIT.split(to or ""):
+        part = part.strip().strip("*_`\"'.!?()[]").strip()
+        # "Thorin and Cassia" is two recipients, unless a role is really called that.
+        known_whole = part.lower() in by_lower or part.lower().removeprefix("the ") in by_lower
+        names.extend([part] if known_whole else _AND.split(part))
+    for name in names:
         name = name.strip().strip("*_`\"'.!?()[]").strip()
         if not name:
             continue

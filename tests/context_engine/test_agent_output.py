@@ -123,6 +123,25 @@ def test_whisper_recipients_match_roles_case_insensitively_and_dm_aliases():
     assert not turns[0].needs_review
 
 
+def test_a_role_whose_name_contains_and_is_one_recipient():
+    turns = parse_agent_output(
+        "WHISPER to Salt and Pepper and Thorin: Psst.",
+        speaker="DM",
+        speaker_kind="dm",
+        roles=("DM", "Salt and Pepper", "Thorin"),
+        dm_roles=DMS,
+    )
+    assert turns[0].needs_review, "'Salt and Pepper and Thorin' is ambiguous: no such role"
+    turns = parse_agent_output(
+        "WHISPER to Salt and Pepper, Thorin: Psst.",
+        speaker="DM",
+        speaker_kind="dm",
+        roles=("DM", "Salt and Pepper", "Thorin"),
+        dm_roles=DMS,
+    )
+    assert turns[0].visibility == ("DM", "Salt and Pepper", "Thorin")
+
+
 def test_a_player_whisper_without_recipients_goes_to_the_dm():
     assert player("WHISPER: Keep this between us.")[0].visibility == ("DM", "Thorin")
 
