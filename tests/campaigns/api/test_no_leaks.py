@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from campaigns.models import Experiment, Turn
+from campaigns.models import Experiment, LoreEntry, Turn
 from tests.campaigns.api.conftest import ALLOWED, FORBIDDEN
 
 pytestmark = pytest.mark.django_db
@@ -115,3 +115,22 @@ def test_no_parameters_make_any_endpoint_leak(api, secrets_campaign, player, cho
     response = api(player).get(paths[choice % len(paths)], params)
     assert response.status_code < 500
     assert _leaks(response.content.decode("utf-8")) == []
+
+
+def test_nothing_leaks_after_the_memory_pipeline_ran(
+    api, secrets_campaign, owner, player, django_capture_on_commit_callbacks
+):
+    """Derived artifacts too: after a /checkpoint (World Bible extraction from every turn,
+    a digest per audience) the player's sweep still finds no private text."""
+    url = f"/api/experiments/{secrets_campaign.experiment.pk}/commands/"
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api(owner).post(url, {"command": "checkpoint"}, format="json")
+    assert response.status_code == 202
+    assert api(owner).get(f"/api/tasks/{response.json()['task_id']}/").json()["status"] == (
+        "succeeded"
+    )
+    # The pipeline really derived private artifacts for the sweep to look for.
+    private_extracted = LoreEntry.objects.filter(origin="extracted", audience__isnull=False)
+    assert private_extracted.exists()
+    seen = _sweep(api(player), _get_urls(secrets_campaign))
+    assert _leaks(seen) == []
