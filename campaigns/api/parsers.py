@@ -1,24 +1,60 @@
 """JSON bodies that can be stored and sent back.
 
-JSON may spell lone UTF-16 surrogates (``"\\ud800"``); Python parses them into strings
-that no database and no UTF-8 response can encode, so such a value would be a 500 on
-the way in or — worse, for free-form JSON like ``config`` — on every later read. They
-are refused here, as a 400, before anything reaches a service.
+JSON may spell text that no database holds: lone UTF-16 surrogates (``"\\ud800"``, which
+no UTF-8 encoder accepts) and NUL characters (``"\\u0000"``, which PostgreSQL refuses in
+text and jsonb). Parsed, they would be a 500 on the way in or — for free-form JSON such
+as ``config`` — on every later read. They are refused here, before anything reaches a
+service, as a 400 naming where they are (``content``, ``config.summarizer_model``,
+``turns[3].tags[0]``; the importer's own error paths look the same).
 """
 
 from __future__ import annotations
 
-import json
-
-from rest_framework.exceptions import ParseError
+from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import JSONParser
+
+ROOT = "non_field_errors"
+
+
+def _problem(text: str) -> str | None:
+    if "\x00" in text:
+        return "Text may not contain NUL characters."
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "Text may not contain unpaired surrogates."
+    return None
+
+
+def _child(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def unstorable_text(value: object, path: str = "") -> tuple[str, str] | None:
+    """``(path, message)`` of the first string (value or key) no database can store."""
+    stack: list[tuple[object, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            problem = _problem(item)
+            if problem:
+                return where or ROOT, problem
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                problem = _problem(key)
+                if problem:
+                    return where or ROOT, f"A key: {problem}"
+                stack.append((child, _child(where, key)))
+        elif isinstance(item, list):
+            stack.extend((child, f"{where}[{index}]") for index, child in enumerate(item))
+    return None
 
 
 class StrictJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
         data = super().parse(stream, media_type, parser_context)
-        try:
-            json.dumps(data, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:
-            raise ParseError("JSON parse error - text contains an unpaired surrogate.") from None
+        found = unstorable_text(data)
+        if found:
+            where, problem = found
+            raise ValidationError({where: [problem]})
         return data

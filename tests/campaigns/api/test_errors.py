@@ -92,24 +92,52 @@ def test_other_exceptions_are_left_to_drf():
 
 
 @pytest.mark.parametrize(
-    ("path", "body"),
+    ("path", "body", "field"),
     [
-        ("/api/experiments/", '{"name": "x", "config": {"summarizer_model": "\\ud800"}}'),
+        (
+            "/api/experiments/",
+            '{"name": "x", "config": {"summarizer_model": "\\ud800"}}',
+            "config.summarizer_model",
+        ),
         (
             "/api/experiments/{e}/turns/",
             '{"round": 1, "speaker": "DM", "kind": "narrative", "content": "a\\ud800b"}',
+            "content",
         ),
-        ("/api/experiments/{e}/participants/", '{"role": "X", "bio": "\\udfff"}'),
-        ("/api/import/", '{"experiment": {"name": "\\ud800"}, "participants": [], "turns": []}'),
-        ("/api/auth/token/", '{"username": "\\ud800", "password": "x"}'),
+        ("/api/experiments/{e}/participants/", '{"role": "X", "bio": "\\udfff"}', "bio"),
+        (
+            "/api/import/",
+            '{"experiment": {"name": "\\ud800"}, "participants": [], "turns": []}',
+            "experiment.name",
+        ),
+        ("/api/auth/token/", '{"username": "\\ud800", "password": "x"}', "username"),
+        (
+            "/api/experiments/",
+            '{"name": "x", "config": {"summarizer_model": "a\\u0000b"}}',
+            "config.summarizer_model",
+        ),
+        (
+            "/api/experiments/{e}/turns/",
+            '{"round": 1, "speaker": "DM", "kind": "action", "content": "ok", '
+            '"tags": ["a\\u0000"]}',
+            "tags[0]",
+        ),
+        (
+            "/api/import/",
+            '{"experiment": {"name": "x", "config": {"\\u0000": 1}}, "participants": [], '
+            '"turns": []}',
+            "experiment.config",
+        ),
     ],
 )
-def test_unpaired_surrogates_are_a_400_not_a_500_later(api, campaign, owner, path, body):
-    """JSON can spell text no database or UTF-8 response can hold; it never gets stored."""
+def test_unstorable_text_is_a_400_naming_where_it_is(api, campaign, owner, path, body, field):
+    """JSON can spell text (lone surrogates, NUL) that no database or UTF-8 response
+    holds; it is refused, naming its place, before anything is stored."""
     counts = (Experiment.objects.count(), Turn.objects.count(), Participant.objects.count())
     response = api(owner).post(
         path.format(e=campaign.pk), data=body, content_type="application/json"
     )
     assert response.status_code == 400
+    assert field in response.json(), response.json()
     assert counts == (Experiment.objects.count(), Turn.objects.count(), Participant.objects.count())
     assert api(owner).get("/api/experiments/").status_code == 200

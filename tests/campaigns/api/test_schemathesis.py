@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from rest_framework.authtoken.models import Token
 from schemathesis.core.parameters import ParameterLocation
@@ -67,6 +69,21 @@ def _point_at_seeded_rows(case, secrets) -> None:
     case.path_parameters = params
 
 
+@pytest.fixture
+def _keep_the_test_connection():
+    """Keep the test transaction's connection across in-process requests.
+
+    Django closes "old" database connections when a request starts and finishes; its
+    test client switches that off, and so must we for raw WSGI calls, or on PostgreSQL
+    the first request would close the connection holding the test's transaction.
+    """
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
 @schema.parametrize()
 @settings(
     max_examples=25,
@@ -74,7 +91,7 @@ def _point_at_seeded_rows(case, secrets) -> None:
     derandomize=True,
     suppress_health_check=list(HealthCheck),
 )
-def test_the_api_honours_its_schema(case, secrets_campaign, owner):
+def test_the_api_honours_its_schema(case, secrets_campaign, owner, _keep_the_test_connection):
     secrets_campaign.experiment.participants.update(model="offline")  # rounds may start
     _point_at_seeded_rows(case, secrets_campaign)
     _speak_as_a_real_role(case)
