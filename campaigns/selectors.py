@@ -111,6 +111,14 @@ def secret_readable(*, participant: Participant, viewer: Viewer, round_now: int)
     return participant.reveal_round is not None and round_now > participant.reveal_round
 
 
+def identity_readable(*, participant: Participant, viewer: Viewer) -> bool:
+    """A participant's identity (system prompt): its owner and omniscient readers only.
+
+    Unlike a secret goal it is never revealed: it is how the agent is instructed.
+    """
+    return viewer.omniscient or viewer.role == participant.role
+
+
 def experiments_for_user(user) -> QuerySet[Experiment]:
     """Experiments a user may see: staff all; others those they own or play in."""
     if user.is_staff:

@@ -60,6 +60,12 @@ def experiment_update(*, experiment: Experiment, **changes) -> Experiment:
 
 
 @transaction.atomic
+def experiment_delete(*, experiment: Experiment) -> None:
+    """Delete an experiment and everything under it (turns, lore, digests, jobs)."""
+    experiment.delete()
+
+
+@transaction.atomic
 def participant_create(
     *,
     experiment: Experiment,

@@ -89,3 +89,18 @@ def test_experiments_list_only_what_a_user_may_see(campaign, owner, player, stra
     assert list(selectors.experiments_for_user(owner)) == [campaign]
     assert list(selectors.experiments_for_user(player)) == [campaign]
     assert list(selectors.experiments_for_user(stranger)) == []
+
+
+def test_an_identity_is_read_by_its_owner_and_judges_and_is_never_revealed(campaign):
+    from campaigns.services.experiments import participant_create
+
+    participant_create(experiment=campaign, role="Oracle", kind="judge")
+    cassia = campaign.participants.get(role="Cassia")
+    cassia.reveal_round = 0
+    read = {
+        role: selectors.identity_readable(
+            participant=cassia, viewer=selectors.viewer_for_role(experiment=campaign, role=role)
+        )
+        for role in ("Cassia", "Thorin", "DM", "Oracle")
+    }
+    assert read == {"Cassia": True, "Thorin": False, "DM": False, "Oracle": True}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
@@ -18,10 +17,9 @@ from campaigns.api.serializers import (
     ParticipantSerializer,
 )
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
-from campaigns.models import Participant
-from campaigns.selectors import Viewer
 from campaigns.services.experiments import (
     experiment_create,
+    experiment_delete,
     experiment_update,
     participant_create,
 )
@@ -67,25 +65,16 @@ class ExperimentDetailView(ApiView):
     @extend_schema(responses={204: None})
     def delete(self, request, id):
         access = get_experiment_for(request.user, id, write=True)
-        with transaction.atomic():
-            access.experiment.delete()
+        experiment_delete(experiment=access.experiment)
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-def _identity_readable(participant: Participant, viewer: Viewer) -> bool:
-    """A participant's system prompt: the same readers as its secret, never revealed.
-
-    The selector's rule with no reveal round (``round_now=-1`` is before any round).
-    """
-    return selectors.secret_readable(participant=participant, viewer=viewer, round_now=-1)
 
 
 @extend_schema(parameters=[EXPERIMENT_ID])
 class ParticipantListView(ApiView):
     """`GET, POST /api/experiments/{id}/participants/`.
 
-    ``secret`` (and ``identity``) are null for readers not entitled to them
-    (`selectors.secret_readable`): a player reads their own, judges and the owner all.
+    ``secret`` and ``identity`` are null for readers not entitled to them
+    (`selectors.secret_readable`, `selectors.identity_readable`).
     """
 
     serializer_class = ParticipantSerializer
@@ -102,7 +91,9 @@ class ParticipantListView(ApiView):
             )
             participant.shown_secret = participant.secret if readable else None
             participant.shown_identity = (
-                participant.identity if _identity_readable(participant, viewer) else None
+                participant.identity
+                if selectors.identity_readable(participant=participant, viewer=viewer)
+                else None
             )
         return self.get_paginated_response(ParticipantSerializer(page, many=True).data)
 
