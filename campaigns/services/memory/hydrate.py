@@ -69,6 +69,7 @@ DEFINE_ACTOR = "task:define"
 INVALIDATING_TAGS = ("dead", "gone", "destroyed", "lost", "invalid")
 TAG_CATEGORIES = {"npc": "npc", "item": "artifact", "location": "location", "faction": "faction"}
 PHRASE_CORPUS_TURNS = 300  # recurring phrases are looked for in this many latest turns
+CORPUS_TURNS = 2000  # one turn's hydration reads at most this many turns up to it
 MAX_TERM_CHARS = 200
 
 
@@ -98,8 +99,12 @@ def _near(a: str, b: str) -> bool:
 class Hydrator:
     """Hydrates turns of one experiment; caches the log and entry keys between turns."""
 
-    def __init__(self, experiment: Experiment):
+    def __init__(
+        self, experiment: Experiment, *, up_to_seq: int | None = None, window: int | None = None
+    ):
         self.experiment = experiment
+        self.up_to_seq = up_to_seq
+        self.window = window
         self.roles = sorted(experiment.participants.values_list("role", flat=True))
         self.dms = dm_roles(experiment=experiment)
         self._turns: list[TurnView] | None = None
@@ -112,6 +117,10 @@ class Hydrator:
         """Every lore-eligible turn (the hydrator writes per audience, reads the log)."""
         if self._turns is None:
             rows = digest_turns(turns_visible_to(experiment=self.experiment, viewer=OMNISCIENT))
+            if self.up_to_seq is not None:
+                rows = rows.filter(seq__lte=self.up_to_seq)
+            if self.window is not None:
+                rows = reversed(rows.order_by("-seq")[: self.window])
             self._turns = [turn_view(turn, self.dms) for turn in rows]
         return self._turns
 
@@ -314,7 +323,7 @@ class Hydrator:
 
 def hydrate_turn(*, turn: Turn) -> dict[str, list[int]]:
     """Hydrate the World Bible from one turn (see the module doc for every rule)."""
-    hydrator = Hydrator(turn.experiment)
+    hydrator = Hydrator(turn.experiment, up_to_seq=turn.seq, window=CORPUS_TURNS)
     return hydrator.hydrate(turn_view(turn, hydrator.dms)).as_dict()
 
 
