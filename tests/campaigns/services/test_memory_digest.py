@@ -302,3 +302,23 @@ def test_the_summarizer_model_is_chosen_by_the_experiment_config(
     make_turn(campaign, round=2, content="Dawn.", hinge=True)
     offline = fold(campaign, ["Cassia"], 2)
     assert (offline.method, offline.model) == ("fallback", "offline")
+
+
+def test_an_openai_compatible_server_can_write_the_digest_and_fail_over_to_the_template(
+    campaign, fog, settings, openai_standin
+):
+    settings.OPENAI_BASE_URL = openai_standin.base_url
+    settings.LLM_TIMEOUT_SECONDS = 2
+    settings.BABEL_LLM_RETRY_BASE_DELAY = 0.01
+    experiment_update(experiment=campaign, config={"summarizer_model": "openai:llama3.1"})
+    summary = fold(campaign, ["Thorin"], 1)
+    assert (summary.method, summary.model) == ("llm", "llama3.1")
+    assert {r.model for r in openai_standin.requests} == {"llama3.1"}
+    assert "Quillstone" in openai_standin.requests[0].prompt  # Thorin's own whisper
+    assert "Ashen Prior" not in openai_standin.requests[0].prompt  # the GM note is not his
+
+    openai_standin.set_default("500")
+    make_turn(campaign, round=2, content="The Mirrorgate shuts.", hinge=True)
+    failed = fold(campaign, ["Thorin"], 2)
+    assert (failed.method, failed.model, failed.version) == ("fallback", "template", 2)
+    assert "R1 Thorin:" in hinge_index(failed) and "R2 DM:" in hinge_index(failed)
