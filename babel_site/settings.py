@@ -44,6 +44,19 @@ def _int(name: str, default: int, *, minimum: int = 0) -> int:
     return value
 
 
+def _float(name: str, default: float) -> float:
+    raw = env.str(name, default="")
+    if raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}.") from None
+    if value < 0:
+        raise ImproperlyConfigured(f"{name} must be ≥ 0, got {value}.")
+    return value
+
+
 def _url(name: str, schemes: set[str]) -> str:
     raw = env.str(name, default="").strip()
     if not raw:
@@ -161,6 +174,10 @@ GEMINI_BASE_URL = _url("GEMINI_BASE_URL", {"http", "https"})
 OPENAI_BASE_URL = _url("OPENAI_BASE_URL", {"http", "https"})
 OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
 LLM_TIMEOUT_SECONDS = _int("BABEL_LLM_TIMEOUT", 30, minimum=1)
+# Backoff base between retries of a failed model call (then 2×, 4×…), in seconds.
+BABEL_LLM_RETRY_BASE_DELAY = _float("BABEL_LLM_RETRY_BASE_DELAY", 0.5)
+# After a model has failed all its retries, skip it for this long (the fallback is used).
+BABEL_LLM_BREAKER_SECONDS = _int("BABEL_LLM_BREAKER_SECONDS", 60, minimum=0)
 
 # --- Babel ------------------------------------------------------------------------------
 BABEL_MAX_CONTENT_CHARS = _int("BABEL_MAX_CONTENT_CHARS", 100_000, minimum=1)

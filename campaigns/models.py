@@ -442,6 +442,12 @@ class Job(models.Model):
         ordering = ["-created_at"]
         constraints = [
             models.CheckConstraint(condition=Q(progress__lte=100), name="job_progress_max_100"),
+            # One round at a time per experiment, even if two starts race past the lock.
+            models.UniqueConstraint(
+                fields=["experiment"],
+                condition=Q(kind="round", status__in=["pending", "running"]),
+                name="job_one_active_round",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -51,6 +51,8 @@ def test_a_postgres_url_selects_psycopg_and_a_redis_url_a_real_broker():
         ("REDIS_URL", "http://127.0.0.1:6379"),
         ("OPENAI_BASE_URL", "ftp://models"),
         ("BABEL_MAX_CONTENT_CHARS", "lots"),
+        ("BABEL_LLM_RETRY_BASE_DELAY", "-1"),
+        ("BABEL_LLM_BREAKER_SECONDS", "soon"),
     ],
 )
 def test_a_bad_value_fails_at_start_naming_the_variable(name, value):

@@ -170,12 +170,12 @@ def _whisper_stubs(experiment_id, viewer, transcript, needs, dm_roles):
 def _summaries(experiment_id: int, viewer, role: str) -> tuple[Summary | None, Summary | None]:
     """The newest digest and the role's own strategic summary it may read, in one query."""
     readable = selectors.summaries_visible_to(experiment=experiment_id, viewer=viewer)
-    newest_digest = readable.filter(kind=Summary.Kind.DIGEST).order_by(
-        "-covered_seq", "-round_to", "-version"
-    )
+    # Newest written wins: versions are linear and a restore writes a new version, so the
+    # last row written for the role's current audience is the one in force.
+    newest_digest = readable.filter(kind=Summary.Kind.DIGEST).order_by("-id")
     newest_strategic = readable.filter(
         kind=Summary.Kind.STRATEGIC, audience_key=audience_key((role,))
-    ).order_by("-covered_seq", "-version")
+    ).order_by("-id")
     rows = list(
         Summary.objects.filter(
             Q(pk=Subquery(newest_digest.values("pk")[:1]))

@@ -37,7 +37,7 @@ from functools import partial
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from campaigns import selectors
@@ -56,7 +56,6 @@ log = logging.getLogger(__name__)
 
 HUMAN = "human"
 RETRY_ATTEMPTS = 3
-DEFAULT_RETRY_BASE_DELAY = 0.5
 ROUND_SOFT_TIME_LIMIT = 1740  # seconds; the task's limits (see campaigns.tasks.run_round)
 ROUND_TIME_LIMIT = 1800
 STALE_AFTER = timedelta(seconds=ROUND_TIME_LIMIT)  # no progress this long: the worker died
@@ -72,7 +71,7 @@ def _sleep(seconds: float) -> None:
 
 
 def _retry_base_delay() -> float:
-    return float(getattr(settings, "BABEL_LLM_RETRY_BASE_DELAY", DEFAULT_RETRY_BASE_DELAY))
+    return float(settings.BABEL_LLM_RETRY_BASE_DELAY)
 
 
 # -- starting a round --------------------------------------------------------------------
@@ -120,13 +119,17 @@ def round_create(*, experiment: Experiment, user=None) -> Job:
     )
     if _round_running(locked):
         raise ValidationError({"round": [ALREADY_RUNNING]})
-    return Job.objects.create(
-        experiment=locked,
-        kind=Job.Kind.ROUND,
-        user=user if getattr(user, "pk", None) else None,
-        message="Waiting for a worker",
-        result={},
-    )
+    try:
+        with transaction.atomic():  # the job_one_active_round constraint is the backstop
+            return Job.objects.create(
+                experiment=locked,
+                kind=Job.Kind.ROUND,
+                user=user if getattr(user, "pk", None) else None,
+                message="Waiting for a worker",
+                result={},
+            )
+    except IntegrityError:
+        raise ValidationError({"round": [ALREADY_RUNNING]}) from None
 
 
 def _dispatch(job_id: str) -> None:

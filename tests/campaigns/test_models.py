@@ -72,3 +72,14 @@ def test_token_count_is_computed_once_on_write(campaign):
     Turn.objects.filter(pk=turn.pk).update(content="changed without recount")
     turn.refresh_from_db()
     assert turn.tokens == tokens.count("The void-chisel bites into the seam <|endoftext|>.")
+
+
+def test_an_experiment_has_at_most_one_active_round_job(campaign):
+    from campaigns.models import Job
+
+    Job.objects.create(experiment=campaign, kind="round", status="running")
+    _raises_integrity(lambda: Job.objects.create(experiment=campaign, kind="round"))
+    Job.objects.create(experiment=campaign, kind="checkpoint")  # other kinds are free
+    Job.objects.filter(kind="round").update(status="succeeded")
+    Job.objects.create(experiment=campaign, kind="round")  # finished rounds don't block
+    assert Job.objects.filter(kind="round").count() == 2

@@ -26,7 +26,7 @@ DEFAULT_BASE_DELAY = 0.5  # the engine's own backoff base (call_with_retries)
 
 def retry_base_delay() -> float:
     """Backoff base between model retries (seconds); tests shorten it via settings."""
-    return float(getattr(settings, "BABEL_LLM_RETRY_BASE_DELAY", DEFAULT_BASE_DELAY))
+    return float(settings.BABEL_LLM_RETRY_BASE_DELAY)
 
 
 def scaled_sleep(seconds: float) -> None:
@@ -68,7 +68,7 @@ _down_since: dict[int, float] = {}
 
 
 def breaker_seconds() -> float:
-    return float(getattr(settings, "BABEL_LLM_BREAKER_SECONDS", 60))
+    return float(settings.BABEL_LLM_BREAKER_SECONDS)
 
 
 def model_down(client: LLMClient) -> bool:

@@ -155,3 +155,37 @@ def test_what_the_loader_fetches_builds_the_same_pack_as_the_whole_history(
         loaded = pack_input_for_role(experiment=forty_rounds, role=role, input_text="tide")
         whole = replace(loaded, turns=everything)
         assert pack_to_json(build_pack(loaded)) == pack_to_json(build_pack(whole)), role
+
+
+def test_a_restored_digest_version_is_the_one_in_the_next_pack(campaign, owner):
+    from campaigns.models import Summary
+    from campaigns.services.memory import summary_restore
+
+    for round_ in range(1, 9):
+        make_turn(campaign, round=round_, content=f"Round {round_} passes by the harbour.")
+
+    def digest(version, covered, text, previous=None):
+        return Summary.objects.create(
+            experiment=campaign,
+            kind="digest",
+            audience=["Thorin"],
+            audience_key="|Thorin|",
+            round_from=0,
+            round_to=covered,
+            covered_seq=covered,
+            text=text,
+            version=version,
+            previous=previous,
+        )
+
+    first = digest(1, 2, "FIRST DIGEST TEXT")
+    digest(2, 4, "SECOND DIGEST TEXT", previous=first)
+
+    def digest_text():
+        pack = pack_for_role(experiment=campaign, role="Thorin")
+        return next(s.text for s in pack.sections if s.name == "digest")
+
+    assert "SECOND DIGEST TEXT" in digest_text()
+    summary_restore(summary=first, user=owner)
+    assert "FIRST DIGEST TEXT" in digest_text()
+    assert "SECOND DIGEST TEXT" not in digest_text()
