@@ -115,7 +115,11 @@ def digest_view(summary: Summary | None, dm_roles: tuple[str, ...] = ("DM",)) ->
         sections=tuple((str(h), str(b)) for h, b in (summary.sections or ())),
         method=summary.method,
         version=summary.version,
-        source_turn_ids=tuple(summary.source_turn_ids or ()),
+        source_turn_ids=(
+            ()
+            if "source_turn_ids" in summary.get_deferred_fields()
+            else tuple(summary.source_turn_ids or ())
+        ),
     )
 
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import BooleanField, Max, Q, QuerySet
+from django.db.models import Max, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from campaigns.models import Experiment, LoreEntry, Participant, Summary, Turn
@@ -156,7 +156,7 @@ _SEARCH_WORD = re.compile(r"[a-z0-9]{3,}")
 MAX_SEARCH_WORDS = 12
 COMMON_WORD_ZIPF = 5.5
 RARE_WORD_ZIPF = 4.5
-SEARCH_SCAN_LIMIT = 500  # SQLite: look at the newest 500 matches of the experiment
+SEARCH_SCAN_LIMIT = 500  # look at the newest 500 matches of the experiment
 
 
 def search_words(text: str) -> list[str]:
@@ -193,13 +193,17 @@ def search_turns(
         return []
     experiment_id = experiment if isinstance(experiment, int) else experiment.pk
     if connection.vendor == "postgresql":
+        # The newest matches through the GIN index, as a subquery the planner cannot
+        # flatten (OFFSET 0): joined directly, it prefers walking the experiment backwards
+        # by seq and computing to_tsvector on every row it passes.
+        newest_matches = RawSQL(
+            "SELECT id FROM campaigns_turn WHERE experiment_id = %s AND "
+            "to_tsvector('english'::regconfig, content) @@ to_tsquery('english'::regconfig, %s)"
+            " ORDER BY seq DESC LIMIT %s OFFSET 0",
+            [experiment_id, " | ".join(words), SEARCH_SCAN_LIMIT],
+        )
         matching = turns_visible_to(experiment=experiment_id, viewer=viewer).filter(
-            RawSQL(
-                "to_tsvector('english'::regconfig, campaigns_turn.content) @@ "
-                "to_tsquery('english'::regconfig, %s)",
-                [" | ".join(words)],
-                output_field=BooleanField(),
-            )
+            pk__in=newest_matches
         )
     elif connection.vendor == "sqlite":
         # Driven by the FTS5 row ids alone: with an experiment predicate in the same

@@ -26,6 +26,7 @@ from context_engine.types import Pack, PackInput
 from context_engine.visibility import audience_key
 
 MAX_INPUT_CHARS = 20_000
+TURN_COLUMNS_UNUSED = ("created_at", "needs_review")
 EVENTS_LOADED = 5
 
 
@@ -55,7 +56,10 @@ def pack_input_for_role(
         )
     )
     needs = history_needs(config, current_round, events)
-    visible = selectors.turns_visible_to(experiment=experiment_id, viewer=viewer)
+    # Columns a pack never reads are not fetched (timestamps cost parsing on every row).
+    visible = selectors.turns_visible_to(experiment=experiment_id, viewer=viewer).defer(
+        *TURN_COLUMNS_UNUSED
+    )
 
     transcript = visible.exclude(kind=Turn.Kind.MONOLOGUE)  # own monologues ride apart
     turns = _window_turns(visible, transcript, needs)
@@ -78,8 +82,10 @@ def pack_input_for_role(
         )
         retrieval = adapters.turn_views(hits, dm_roles)
 
-    lore = selectors.lore_visible_to(experiment=experiment_id, viewer=viewer).exclude(
-        status=LoreEntry.Status.REJECTED
+    lore = (
+        selectors.lore_visible_to(experiment=experiment_id, viewer=viewer)
+        .exclude(status=LoreEntry.Status.REJECTED)
+        .defer("created_at", "updated_at", "key", "audience_key")
     )
     digest, strategic = _summaries(experiment_id, viewer, role)
     return PackInput(
@@ -180,7 +186,7 @@ def _summaries(experiment_id: int, viewer, role: str) -> tuple[Summary | None, S
         Summary.objects.filter(
             Q(pk=Subquery(newest_digest.values("pk")[:1]))
             | Q(pk=Subquery(newest_strategic.values("pk")[:1]))
-        )
+        ).defer("source_turn_ids", "created_at")
     )
     digest = next((s for s in rows if s.kind == Summary.Kind.DIGEST), None)
     strategic = next((s for s in rows if s.kind == Summary.Kind.STRATEGIC), None)
