@@ -12,11 +12,13 @@ from campaigns.models import Experiment, Turn
 pytestmark = pytest.mark.django_db
 
 
-def test_seed_demo_is_idempotent_and_creates_logins(capsys):
-    call_command("seed_demo")
+def test_seed_demo_is_idempotent_and_creates_logins(capsys, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("seed_demo")
     first = capsys.readouterr().out
     counts = (Experiment.objects.count(), Turn.objects.count(), get_user_model().objects.count())
-    call_command("seed_demo")
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("seed_demo")
     assert (
         Experiment.objects.count(),
         Turn.objects.count(),
@@ -27,6 +29,9 @@ def test_seed_demo_is_idempotent_and_creates_logins(capsys):
     assert experiment.owner.username == "demo"
     assert experiment.participants.get(role="Cassia").user.username == "cassia"
     assert experiment.turns.values("round").distinct().count() >= 13
+    assert experiment.lore.filter(term="lantern-moss").exists()
+    assert experiment.summaries.filter(kind="digest").count() >= 4  # one per audience
+    assert experiment.context_events.count() == 1  # the second run changed nothing
 
 
 def test_export_then_import_files_round_trip(tmp_path):
