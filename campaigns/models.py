@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from context_engine.types import PARTICIPANT_KINDS, TURN_KINDS
 from context_engine.visibility import parse_stored_visibility
 
 
@@ -89,7 +90,7 @@ class Participant(models.Model):
                 fields=["experiment", "role"], name="participant_unique_role_per_experiment"
             ),
             models.CheckConstraint(
-                condition=Q(kind__in=["dm", "player", "judge"]), name="participant_kind_valid"
+                condition=Q(kind__in=list(PARTICIPANT_KINDS)), name="participant_kind_valid"
             ),
         ]
 
@@ -134,21 +135,7 @@ class Turn(models.Model):
             models.UniqueConstraint(fields=["experiment", "seq"], name="turn_unique_seq"),
             models.CheckConstraint(condition=Q(round__gte=0), name="turn_round_not_negative"),
             models.CheckConstraint(condition=Q(seq__gte=1), name="turn_seq_positive"),
-            models.CheckConstraint(
-                condition=Q(
-                    kind__in=[
-                        "narrative",
-                        "intel",
-                        "choice",
-                        "system",
-                        "action",
-                        "whisper",
-                        "gm_note",
-                        "monologue",
-                    ]
-                ),
-                name="turn_kind_valid",
-            ),
+            models.CheckConstraint(condition=Q(kind__in=list(TURN_KINDS)), name="turn_kind_valid"),
         ]
         indexes = [
             # Pack building: "turns of experiment E with round >= R" (hot window) and the
