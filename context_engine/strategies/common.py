@@ -219,5 +219,16 @@ def hinge_anchors(
     return [turn_entry(t, "anchor") for t in chosen], events
 
 
+def retrieval_pool(view: View, exclude: set[str]) -> list[TurnView]:
+    """Turns passive retrieval may draw on: those not already in the pack (refs in
+    ``exclude``), and no monologues except for judges (an agent's own older monologues
+    reach it only through its strategic summary)."""
+    return [
+        turn
+        for turn in view.turns
+        if f"turn:{turn.id}" not in exclude and (view.omniscient or turn.kind != "monologue")
+    ]
+
+
 def window_text_lower(entries: list[Entry], input_text: str) -> str:
     return "\n".join([*(e.content for e in entries), input_text]).lower()

@@ -18,6 +18,7 @@ from context_engine.strategies.common import (
     block,
     build_sections,
     hinge_anchors,
+    retrieval_pool,
     round_window,
     statics,
     window_start_event,
@@ -181,19 +182,12 @@ def build(inp: PackInput, view: View) -> Draft:
     )
     in_recent = {e.ref for e in window} | {e.ref for e in anchors}
 
-    def older_pool(exclude: set[str]):
-        return [
-            t
-            for t in view.turns
-            if f"turn:{t.id}" not in exclude and (view.omniscient or t.kind != "monologue")
-        ]
-
     untrimmed_hits = retrieval.rank(
         query,
         config.retrieval_preset,
         [],
         list(texts.state.cold),
-        older_pool(in_recent),
+        retrieval_pool(view, in_recent),
         view.retrieval_turns,
     )
     untrimmed = (
@@ -254,7 +248,7 @@ def build(inp: PackInput, view: View) -> Draft:
             preset,
             degraded,
             list(texts.state.cold),
-            older_pool(rendered),
+            retrieval_pool(view, rendered),
             view.retrieval_turns,
         )
         return retrieval.section("retrieval", budget, hits)

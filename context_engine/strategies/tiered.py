@@ -27,6 +27,7 @@ from context_engine.lines import KIND_NAMES, Entry, condensed_line
 from context_engine.strategies.common import (
     Draft,
     apply_cut,
+    retrieval_pool,
     round_window,
     statics,
     window_start_event,
@@ -137,19 +138,12 @@ def build(inp: PackInput, view: View) -> Draft:
     )
     in_window = {e.ref for e in window}
 
-    def pool(exclude: set[str]):
-        return [
-            t
-            for t in view.turns
-            if f"turn:{t.id}" not in exclude and (view.omniscient or t.kind != "monologue")
-        ]
-
     hits = retrieval.rank(
         query,
         config.retrieval_preset,
         [],
         list(texts.state.cold),
-        pool(in_window),
+        retrieval_pool(view, in_window),
         view.retrieval_turns,
     )
     recent_full = textops.count(HEADER) + 1 + sum(e.cost for e in window) if window else 0
@@ -235,7 +229,12 @@ def build(inp: PackInput, view: View) -> Draft:
     degraded = [c.lore for c in lore if c.lore.id not in full_ids]
     preset = strain.retrieval_preset(config.retrieval_preset, tier)
     final_hits = retrieval.rank(
-        query, preset, degraded, list(texts.state.cold), pool(rendered), view.retrieval_turns
+        query,
+        preset,
+        degraded,
+        list(texts.state.cold),
+        retrieval_pool(view, rendered),
+        view.retrieval_turns,
     )
     retrieved = run(
         retrieval.section("retrieval", max(min(b("retrieval"), cold_left), 0), final_hits)
