@@ -87,6 +87,21 @@ def _turn_rule(viewer: Viewer) -> Q:
     return _readable("visibility", viewer) & (~Q(kind=Turn.Kind.MONOLOGUE) | Q(speaker=viewer.role))
 
 
+def whisper_existence_for(*, experiment: Experiment | int, viewer: Viewer) -> QuerySet[Turn]:
+    """Whispers this viewer may NOT read, with only the columns that show they happened.
+
+    For `show_whisper_existence` ("Cassia whispered to DM"): content and tags are never
+    fetched, so nothing of what was said can reach the caller.
+    """
+    experiment_id = experiment if isinstance(experiment, int) else experiment.pk
+    readable = turns_visible_to(experiment=experiment_id, viewer=viewer)
+    return (
+        Turn.objects.filter(experiment_id=experiment_id, kind=Turn.Kind.WHISPER)
+        .exclude(pk__in=readable.values("pk"))
+        .only("id", "seq", "round", "speaker", "kind", "visibility", "hinge")
+    )
+
+
 def lore_visible_to(*, experiment: Experiment | int, viewer: Viewer) -> QuerySet[LoreEntry]:
     experiment_id = experiment if isinstance(experiment, int) else experiment.pk
     return LoreEntry.objects.filter(experiment_id=experiment_id).filter(

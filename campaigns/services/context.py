@@ -156,12 +156,7 @@ def _merge(turns: list[Turn], extra) -> list[Turn]:
 
 def _whisper_stubs(experiment_id, viewer, transcript, needs, dm_roles):
     """Whispers the role may not read, as content-free stubs ("X whispered to Y")."""
-    readable = selectors.turns_visible_to(experiment=experiment_id, viewer=viewer)
-    unreadable = (
-        Turn.objects.filter(experiment_id=experiment_id, kind=Turn.Kind.WHISPER)
-        .exclude(pk__in=readable.values("pk"))
-        .only("id", "seq", "round", "speaker", "kind", "visibility", "hinge")
-    )
+    unreadable = selectors.whisper_existence_for(experiment=experiment_id, viewer=viewer)
     if not needs.full:
         # The same ranges the window loads, never the whole history.
         ranges = Q(pk__in=[])
