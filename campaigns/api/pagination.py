@@ -2,7 +2,7 @@
 
 Stricter than DRF's default, which silently ignores a junk ``page_size`` and accepts
 ``page=last``: a parameter the schema calls an integer is an integer, or the request is
-refused (400 naming ``page_size``; a page that does not exist is 404).
+refused (400 naming ``page`` or ``page_size``; a page that does not exist is 404).
 """
 
 from __future__ import annotations
@@ -16,6 +16,14 @@ class BabelPagination(PageNumberPagination):
     page_size_query_param = "page_size"
     max_page_size = 500
     last_page_strings = ()
+
+    def get_page_number(self, request, paginator):
+        raw = request.query_params.get(self.page_query_param)
+        if raw is None:
+            return 1
+        if not raw.isascii() or not raw.isdigit() or int(raw) < 1:
+            raise ValidationError({self.page_query_param: ["A whole number from 1."]})
+        return int(raw)
 
     def get_page_size(self, request):
         raw = request.query_params.get(self.page_size_query_param)

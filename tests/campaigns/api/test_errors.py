@@ -71,10 +71,17 @@ def test_a_bad_page_size_is_400_naming_it(api, campaign, owner, page_size):
     assert "page_size" in response.json()
 
 
-@pytest.mark.parametrize("page", ["0", "last", "x", "-1"])
-def test_a_page_that_does_not_exist_is_404(api, campaign, owner, page):
+@pytest.mark.parametrize("page", ["", "0", "last", "x", "-1", "1.5", "٣"])
+def test_a_page_that_is_not_a_whole_number_from_1_is_a_400_naming_it(api, campaign, owner, page):
     make_turn(campaign)
     response = api(owner).get(f"/api/experiments/{campaign.pk}/turns/", {"page": page})
+    assert response.status_code == 400
+    assert "page" in response.json()
+
+
+def test_a_page_past_the_end_is_404(api, campaign, owner):
+    make_turn(campaign)
+    response = api(owner).get(f"/api/experiments/{campaign.pk}/turns/", {"page": 2})
     assert response.status_code == 404
 
 
