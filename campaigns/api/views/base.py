@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
+from rest_framework.exceptions import ValidationError
 from rest_framework.generics import GenericAPIView
+
+from campaigns.api.parsers import unstorable_text
 
 EXPERIMENT_ID = OpenApiParameter(
     "id", OpenApiTypes.INT, OpenApiParameter.PATH, description="Experiment id."
@@ -29,6 +32,16 @@ def validated(serializer_class, data, **kwargs) -> dict:
 
 class ApiView(GenericAPIView):
     """Base of the API views: no model magic, every method says what it does."""
+
+    def initial(self, request, *args, **kwargs):
+        """Query parameters get the same check as JSON bodies: text that no database can
+        store (NUL, lone surrogates) is a 400 naming the parameter, never a 500 later."""
+        super().initial(request, *args, **kwargs)
+        for name, values in request.query_params.lists():
+            found = unstorable_text({name: values})
+            if found:
+                where, problem = found
+                raise ValidationError({where.split("[", 1)[0]: [problem]})
 
     def paginated(self, queryset, serializer_class):
         page = self.paginate_queryset(queryset)

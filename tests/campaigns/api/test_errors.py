@@ -148,3 +148,21 @@ def test_unstorable_text_is_a_400_naming_where_it_is(api, campaign, owner, path,
     assert field in response.json(), response.json()
     assert counts == (Experiment.objects.count(), Turn.objects.count(), Participant.objects.count())
     assert api(owner).get("/api/experiments/").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("path", "param"),
+    [
+        ("/api/experiments/", "page"),
+        ("/api/experiments/{id}/participants/", "as"),
+        ("/api/experiments/{id}/turns/", "kind"),
+        ("/api/experiments/{id}/turns/", "as"),
+        ("/api/experiments/{id}/lore/", "as"),
+        ("/api/experiments/{id}/summaries/", "as"),
+        ("/api/experiments/{id}/context/DM/", "input"),
+    ],
+)
+def test_a_nul_in_any_query_parameter_is_a_400_naming_it(api, campaign, owner, path, param):
+    response = api(owner).get(path.format(id=campaign.pk), {param: "Thor\x00in"})
+    assert response.status_code == 400
+    assert "NUL" in response.json()[param][0]
