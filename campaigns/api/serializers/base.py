@@ -51,9 +51,14 @@ class RoleListOutField(serializers.JSONField):
 
 
 class StrictCharField(serializers.CharField):
+    """Strings only, and ``max_length`` holds for the text as sent (as the schema says),
+    not only after DRF trims it."""
+
     def to_internal_value(self, data):
         if not isinstance(data, str):
             self.fail("invalid")
+        if self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
         return super().to_internal_value(data)
 
 

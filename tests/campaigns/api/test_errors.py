@@ -166,3 +166,15 @@ def test_a_nul_in_any_query_parameter_is_a_400_naming_it(api, campaign, owner, p
     response = api(owner).get(path.format(id=campaign.pk), {param: "Thor\x00in"})
     assert response.status_code == 400
     assert "NUL" in response.json()[param][0]
+
+
+def test_a_length_limit_holds_for_the_text_as_sent_not_only_after_trimming(api, campaign, owner):
+    from campaigns.models import LoreEntry
+
+    term = "\x1e" + "x" * 200  # 201 characters; Python strips the leading \x1e
+    response = api(owner).post(
+        f"/api/experiments/{campaign.pk}/lore/", {"term": term, "definition": "d"}, format="json"
+    )
+    assert response.status_code == 400
+    assert "term" in response.json()
+    assert not LoreEntry.objects.filter(experiment=campaign).exists()
