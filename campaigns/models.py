@@ -35,6 +35,13 @@ class Experiment(models.Model):
         help_text="Strategy, budgets, hot window, memory interval, models… (validated).",
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    current_round = models.PositiveIntegerField(
+        default=0,
+        help_text=(
+            "The campaign clock: the open round. Only the owner, staff, the relay and an "
+            "import advance it; reveals, strain and retrieval read it."
+        ),
+    )
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
