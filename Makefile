@@ -24,13 +24,25 @@ $(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
 venv: $(VENV)/.runtime
 venv-dev: $(VENV)/.dev
 
-demo: venv
+# Development mode for this checkout only: a git-ignored .env with DJANGO_DEBUG=true and a
+# freshly generated key (the app's own default is the production profile).
+.env: | $(BIN)/python
+	@printf 'DJANGO_DEBUG=true\nDJANGO_SECRET_KEY=%s\n' "$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(50))')" > $@
+	@echo "Wrote .env (DJANGO_DEBUG=true and a development key)"
+
+demo: venv .env
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py seed_demo
 	@echo "Serving http://$(HOST)/  (admin: /admin/, API docs: /api/docs/)"
 	$(BIN)/python manage.py runserver $(HOST)
 
+# The tests and checks run in development mode; `check --deploy` checks the production
+# profile exactly as the README's deployment section starts it.
+lint test: export DJANGO_DEBUG = true
 lint: venv-dev
+	DJANGO_DEBUG=false ALLOWED_HOSTS=babel.example.org \
+	  DJANGO_SECRET_KEY="$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(50))')" \
+	  $(BIN)/python manage.py check --deploy --fail-level WARNING
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports

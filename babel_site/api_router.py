@@ -5,7 +5,7 @@ out-of-range id is the API's JSON 404, never Django's HTML page or a database er
 """
 
 from django.urls import path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from campaigns.api import views
 
@@ -15,7 +15,8 @@ EXPERIMENT = rf"^experiments/{ID}"
 urlpatterns = [
     path("auth/token/", views.ObtainTokenView.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # The split view serves Swagger UI's start-up script as a file: no inline script (CSP).
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("experiments/", views.ExperimentListView.as_view(), name="api-experiments"),
     re_path(rf"{EXPERIMENT}/$", views.ExperimentDetailView.as_view(), name="api-experiment"),
     re_path(

@@ -8,6 +8,8 @@ A bad value fails at start with ImproperlyConfigured naming the variable.
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -17,6 +19,10 @@ from django.core.exceptions import ImproperlyConfigured
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
+# A local, git-ignored .env (written by `make demo`) fills in what the environment leaves
+# unset; the environment always wins. Production sets real variables and has no .env.
+if (BASE_DIR / ".env").is_file():
+    environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 
 def _bool(name: str, default: bool) -> bool:
@@ -68,11 +74,15 @@ def _url(name: str, schemes: set[str]) -> str:
     return raw
 
 
-DEBUG = _bool("DJANGO_DEBUG", True)
+# Production is the default: debug pages (settings, URL patterns) only when asked for.
+DEBUG = _bool("DJANGO_DEBUG", False)
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="")
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is false.")
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is false (the default); "
+            "`make demo` writes a development key and DJANGO_DEBUG=true into .env."
+        )
     SECRET_KEY = "babel-insecure-development-key-change-me"
 
 ALLOWED_HOSTS = [
@@ -84,6 +94,8 @@ if not ALLOWED_HOSTS:
     raise ImproperlyConfigured("ALLOWED_HOSTS must name at least one host.")
 
 INSTALLED_APPS = [
+    "axes",
+    "csp",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -101,6 +113,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "babel_site.middleware.RequestBodyLimitMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -108,6 +122,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last: it turns the lockout django-axes flags during authentication into a page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "babel_site.urls"
@@ -181,6 +197,90 @@ BABEL_LLM_BREAKER_SECONDS = _int("BABEL_LLM_BREAKER_SECONDS", 60, minimum=0)
 
 # --- Babel ------------------------------------------------------------------------------
 BABEL_MAX_CONTENT_CHARS = _int("BABEL_MAX_CONTENT_CHARS", 100_000, minimum=1)
+# The last round a campaign may reach (the clock, turns, reveal and invalidation rounds).
+# Well inside the 32-bit columns, so no round arithmetic can overflow the database.
+BABEL_MAX_ROUND = 100_000
+
+# --- Security: the production profile (README, Deploy) ---------------------------------
+# Behind a TLS proxy, name the header it sets: BABEL_PROXY_SSL_HEADER="X-Forwarded-Proto: https".
+_proxy_header = env.str("BABEL_PROXY_SSL_HEADER", default="").strip()
+if _proxy_header:
+    _name, _, _value = _proxy_header.partition(":")
+    if not _name.strip() or not _value.strip():
+        raise ImproperlyConfigured(
+            "BABEL_PROXY_SSL_HEADER must look like 'X-Forwarded-Proto: https', "
+            f"got {_proxy_header!r}."
+        )
+    SECURE_PROXY_SSL_HEADER = (
+        "HTTP_" + _name.strip().upper().replace("-", "_"),
+        _value.strip(),
+    )
+SECURE_SSL_REDIRECT = _bool("BABEL_SSL_REDIRECT", not DEBUG)
+SECURE_HSTS_SECONDS = _int("BABEL_HSTS_SECONDS", 0 if DEBUG else 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _bool("BABEL_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = _bool("BABEL_HSTS_PRELOAD", True)
+SESSION_COOKIE_SECURE = _bool("BABEL_SECURE_COOKIES", not DEBUG)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+X_FRAME_OPTIONS = "DENY"
+
+# Content Security Policy: scripts only from this site and never inline, so a template
+# that escapes correctly today cannot become an XSS tomorrow. Inline style attributes stay
+# allowed (they run no code; the admin and htmx's indicator styles use them).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
+# Bodies: JSON nested deeper than this is refused (a 400, never a RecursionError 500).
+BABEL_MAX_JSON_DEPTH = 32
+# Any body over DATA_UPLOAD_MAX_MEMORY_SIZE is a 413 naming the limit; a transcript import
+# has a limit of its own.
+DATA_UPLOAD_MAX_MEMORY_SIZE = _int("BABEL_MAX_BODY_BYTES", 2_621_440, minimum=1024)
+BABEL_MAX_IMPORT_BYTES = _int("BABEL_MAX_IMPORT_BYTES", 256 * 1024 * 1024, minimum=1024)
+
+# Password guessing: django-axes counts failed logins (form and token endpoint) per
+# username and per address; the 11th try within 15 minutes is refused (429). The count
+# lives where every web process sees it: Redis with REDIS_URL, else the database.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = (
+    "axes.handlers.cache.AxesCacheHandler"
+    if REDIS_URL
+    else "axes.handlers.database.AxesDatabaseHandler"
+)
+AXES_FAILURE_LIMIT = _int("BABEL_LOGIN_FAILURE_LIMIT", 10, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=_int("BABEL_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "campaigns.lockout.lockout_response"
+AXES_VERBOSE = False
+# Requests per user (or address) on writes; the token endpoint is limited by failures.
+BABEL_WRITE_RATE = env.str("BABEL_WRITE_RATE", default="300/minute").strip()
+if not re.fullmatch(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", BABEL_WRITE_RATE):
+    raise ImproperlyConfigured(
+        f"BABEL_WRITE_RATE must look like '300/minute' (per s/m/h/d), got {BABEL_WRITE_RATE!r}."
+    )
+
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+CACHES["default"]["KEY_PREFIX"] = "babel"
 
 # --- Auth, API --------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -196,6 +296,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_THROTTLE_CLASSES": ["campaigns.api.throttles.WriteRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"writes": BABEL_WRITE_RATE},
     # JSON in and out: form bodies would hand the services strings where they expect lists.
     "DEFAULT_PARSER_CLASSES": ["campaigns.api.parsers.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -7,3 +7,8 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("campaigns.urls")),
 ]
+
+handler400 = "babel_site.errors.bad_request"
+handler403 = "babel_site.errors.permission_denied"
+handler404 = "babel_site.errors.page_not_found"
+handler500 = "babel_site.errors.server_error"

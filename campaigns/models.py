@@ -446,3 +446,10 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.status} ({self.progress}%)"
+
+    @property
+    def status_line(self) -> str:
+        """Status and progress only: what a reader who may not see the message is shown."""
+        if self.status == self.Status.RUNNING:
+            return f"{self.get_kind_display()}: running, {self.progress}%"
+        return f"{self.get_kind_display()}: {self.get_status_display().lower()}"

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Max, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from campaigns.models import Experiment, LoreEntry, Participant, Summary, Turn
@@ -115,8 +115,11 @@ def summaries_visible_to(*, experiment: Experiment | int, viewer: Viewer) -> Que
 
 
 def current_round(*, experiment: Experiment | int) -> int:
-    experiment_id = experiment if isinstance(experiment, int) else experiment.pk
-    return Turn.objects.filter(experiment_id=experiment_id).aggregate(r=Max("round"))["r"] or 0
+    """The campaign clock (the open round), never the highest round stored: a turn's round
+    is input, and the clock decides reveals, strain and retrieval for every role."""
+    if isinstance(experiment, Experiment):
+        return experiment.current_round
+    return Experiment.objects.values_list("current_round", flat=True).get(pk=experiment)
 
 
 def secret_readable(*, participant: Participant, viewer: Viewer, round_now: int) -> bool:

@@ -118,8 +118,9 @@ def gather(inp: PackInput, *, keep_all_monologues: bool = False) -> View:
             )
     turns = tuple(sorted(readable + keep, key=lambda t: (t.seq, t.id)))
 
-    newest = max((t.round for t in turns), default=0)
-    now = max(inp.current_round, newest)
+    # "Now" is the campaign clock the caller passes, never the newest turn's round: a
+    # turn's round is input, and reveals and windows must not move with it.
+    now = inp.current_round
 
     lore = tuple(
         sorted(

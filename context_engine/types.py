@@ -206,7 +206,7 @@ class PackInput:
     config: PackConfig = field(default_factory=PackConfig)
     hook: str = ""
     rules: str = ""
-    current_round: int = 0
+    current_round: int = 0  # the campaign clock: reveals, windows and TTLs read it
     input_text: str = ""
     lore: tuple[LoreView, ...] = ()
     digest: DigestView | None = None

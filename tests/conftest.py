@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 
 import pytest
 from hypothesis import HealthCheck
@@ -29,6 +30,21 @@ def _eager_celery(settings):
     settings.CELERY_TASK_ALWAYS_EAGER = True
     yield
     app.conf.task_always_eager = previous
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache(settings):
+    """Each test counts throttles and failed sign-ins from zero, in the real cache backend
+    (Redis when REDIS_URL is set): a key prefix of its own, never a flush of the database
+    the Celery broker shares."""
+    from axes.handlers.proxy import AxesProxyHandler
+
+    caches = {name: dict(config) for name, config in settings.CACHES.items()}
+    caches["default"]["KEY_PREFIX"] = f"test-{uuid.uuid4().hex}"
+    settings.CACHES = caches
+    AxesProxyHandler.implementation = None  # axes holds its cache object: make it re-read
+    yield
+    AxesProxyHandler.implementation = None
 
 
 @pytest.fixture

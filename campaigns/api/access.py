@@ -111,6 +111,15 @@ def get_job_for(user, task_id: object) -> tuple[Job, Access]:
     return job, access
 
 
+def job_as_read_by(job: Job, access: Access) -> Job:
+    """The job as this reader may see it: its ``message`` and ``result`` may name or count
+    what a player's role does not read ("4 digest(s) current"), so only editors get them;
+    everyone else gets the status and progress (`Job.status_line`)."""
+    job.shown_result = job.result if access.can_edit else None
+    job.shown_message = job.message if access.can_edit else job.status_line
+    return job
+
+
 def check_context_role(access: Access, role: str) -> None:
     """May this user read ``role``'s prompt pack? Unknown roles are 404 naming the role.
 
@@ -145,6 +154,13 @@ def check_turn_post(access: Access, data: dict) -> None:
         raise PermissionDenied(
             {"kind": [f"As {role!r} you may post only: {', '.join(map(str, allowed))}."]}
         )
+    if not viewer.is_dm:
+        # Fields whose value changes what *other* roles read: a hinge is pinned into every
+        # reader's pack, and tags open threads and invalidate lore (`dead:…`) for everyone.
+        if data.get("hinge"):
+            raise ValidationError({"hinge": ["Only the DM side marks hinges."]})
+        if data.get("tags"):
+            raise ValidationError({"tags": ["Only the DM side tags turns."]})
     visibility = data.get("visibility")
     if isinstance(visibility, list) and role not in visibility:
         raise ValidationError(

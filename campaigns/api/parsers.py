@@ -10,7 +10,8 @@ service, as a 400 naming where they are (``content``, ``config.summarizer_model`
 
 from __future__ import annotations
 
-from rest_framework.exceptions import ValidationError
+from django.conf import settings
+from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import JSONParser
 
 ROOT = "non_field_errors"
@@ -28,6 +29,19 @@ def _problem(text: str) -> str | None:
 
 def _child(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
+
+
+def too_deep(value: object, limit: int) -> bool:
+    """Whether containers nest deeper than ``limit`` (walked without recursion)."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth >= limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def unstorable_text(value: object, path: str = "") -> tuple[str, str] | None:
@@ -50,9 +64,20 @@ def unstorable_text(value: object, path: str = "") -> tuple[str, str] | None:
     return None
 
 
+def nesting_error() -> str:
+    return f"JSON may nest at most {settings.BABEL_MAX_JSON_DEPTH} levels deep."
+
+
 class StrictJSONParser(JSONParser):
+    # Invalid UTF-8 is a ValueError inside DRF's parser, so already a 400 ParseError.
+
     def parse(self, stream, media_type=None, parser_context=None):
-        data = super().parse(stream, media_type, parser_context)
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:  # the decoder recurses once per level of nesting
+            raise ParseError(nesting_error()) from None
+        if too_deep(data, settings.BABEL_MAX_JSON_DEPTH):
+            raise ParseError(nesting_error())
         found = unstorable_text(data)
         if found:
             where, problem = found

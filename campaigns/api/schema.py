@@ -17,6 +17,8 @@ ERROR_CODES = {
     "401": "Not authenticated.",
     "403": "Authenticated, but not allowed to do this.",
     "404": "Not found, or not visible to this user.",
+    "413": "The body is over the size limit, which the message names.",
+    "429": "Too many requests (writes per user, or failed sign-ins); see Retry-After.",
 }
 
 

@@ -15,7 +15,7 @@ monologues (1), retrieval (1, only with an input), lore (1), digest + strategic 
 
 from __future__ import annotations
 
-from django.db.models import OuterRef, Q, Subquery, Value
+from django.db.models import Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from campaigns import adapters, selectors
@@ -48,7 +48,7 @@ def pack_input_for_role(
     dm_roles = tuple(sorted(p.role for p in participants if p.kind == Participant.Kind.DM))
     dm_roles = dm_roles or ("DM",)
     config = adapters.pack_config(experiment)
-    current_round = experiment.current_round or 0
+    current_round = experiment.current_round
     events = tuple(
         adapters.event_view(event)
         for event in reversed(
@@ -107,15 +107,8 @@ def pack_input_for_role(
 
 
 def _experiment_with_state(experiment_id: int) -> Experiment:
-    """The experiment, its world state and its current round, in one query."""
-    newest_round = (
-        Turn.objects.filter(experiment_id=OuterRef("pk")).order_by("-round").values("round")[:1]
-    )
-    return (
-        Experiment.objects.select_related("world_state")
-        .annotate(current_round=Subquery(newest_round))
-        .get(pk=experiment_id)
-    )
+    """The experiment (its clock included) and its world state, in one query."""
+    return Experiment.objects.select_related("world_state").get(pk=experiment_id)
 
 
 def _window_turns(visible, transcript, needs) -> list[Turn]:

@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from campaigns.models import Experiment, Participant, WorldState
-from campaigns.services.validation import clean_config, clean_role_name
+from campaigns.services.validation import clean_config, clean_role_name, clean_round
 
 PARTICIPANT_KINDS = [choice for choice, _ in Participant.Kind.choices]
 
@@ -82,12 +82,8 @@ def participant_create(
     role = clean_role_name(role)
     if kind not in PARTICIPANT_KINDS:
         raise ValidationError({"kind": [f"Kind must be one of {', '.join(PARTICIPANT_KINDS)}."]})
-    if reveal_round is not None and (
-        isinstance(reveal_round, bool) or not isinstance(reveal_round, int) or reveal_round < 0
-    ):
-        raise ValidationError(
-            {"reveal_round": ["Reveal round must be a whole number ≥ 0 or null."]}
-        )
+    if reveal_round is not None:
+        clean_round(reveal_round, field="reveal_round")
     if not isinstance(model, str) or not model or len(model) > 100:
         raise ValidationError({"model": ["Model must be a model id such as 'gemini-2.5-flash'."]})
     # Lock the experiment so two concurrent creates of one role fail cleanly, not with 500.

@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 
 from campaigns.models import Experiment, LoreEntry, LoreRevision
 from campaigns.selectors import current_round
-from campaigns.services.validation import clean_visibility
+from campaigns.services.validation import clean_round, clean_visibility
 from context_engine.memory.extraction import merge_key
 from context_engine.visibility import audience_key
 
@@ -69,11 +69,7 @@ def _clean_choice(value: object, field: str, choices: list[str]) -> str:
 
 
 def _clean_round(value: object, field: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValidationError({field: ["Must be a whole number ≥ 0 or null."]})
-    return value
+    return None if value is None else clean_round(value, field=field)
 
 
 @transaction.atomic

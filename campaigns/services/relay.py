@@ -40,7 +40,6 @@ from django.core.exceptions import ValidationError
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
-from campaigns import selectors
 from campaigns.adapters import llm_settings
 from campaigns.models import Experiment, Job, Participant, Turn
 from campaigns.services.context import pack_for_role
@@ -111,6 +110,10 @@ def round_create(*, experiment: Experiment, user=None) -> Job:
     """
     locked = Experiment.objects.select_for_update().get(pk=experiment.pk)
     _check_cast(locked)
+    if locked.current_round >= settings.BABEL_MAX_ROUND:
+        raise ValidationError(
+            {"round": [f"The campaign is at its last round ({settings.BABEL_MAX_ROUND})."]}
+        )
     now = timezone.now()
     _active_rounds(locked).filter(updated_at__lt=now - STALE_AFTER).update(
         status=Job.Status.FAILED,
@@ -206,7 +209,7 @@ class _Round:
         self.dm_roles = tuple(sorted(p.role for p in dms))
         self.dm = dms[0] if dms else None
         self.players = [p for p in participants if p.kind == Participant.Kind.PLAYER]
-        self.round = selectors.current_round(experiment=self.experiment) + 1
+        self.round = self.experiment.current_round + 1
         self.result: dict = {"round": self.round, "steps": []}
         self.content_limit = max_content_chars(self.experiment.config)
 
@@ -225,6 +228,11 @@ class _Round:
         plan += [(ACT, player) for player in self.players]
         plan.append((ANSWER, self.dm))
         total = len(plan)
+        # A round start opens the round: every pack of this round reads the new clock.
+        Experiment.objects.filter(pk=self.experiment.pk, current_round__lt=self.round).update(
+            current_round=self.round
+        )
+        self.experiment.current_round = self.round
         _update_job(self.job.pk, result=self.result)
         for index, (kind, participant) in enumerate(plan):
             step = Step(

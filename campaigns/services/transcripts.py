@@ -26,7 +26,12 @@ from django.db import transaction
 from campaigns.models import Experiment, LoreEntry, LoreRevision, Participant, Turn
 from campaigns.services.experiments import experiment_create, participant_create
 from campaigns.services.turns import turn_fields
-from campaigns.services.validation import clean_visibility, max_content_chars, prefix_errors
+from campaigns.services.validation import (
+    clean_round,
+    clean_visibility,
+    max_content_chars,
+    prefix_errors,
+)
 from context_engine.visibility import audience_key
 
 FORMAT = "babel-transcript/1"
@@ -135,6 +140,8 @@ def loads(text: str | bytes) -> dict[str, Any]:
         data = json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValidationError({"transcript": [f"Not valid JSON: {exc}"]}) from None
+    except RecursionError:
+        raise ValidationError({"transcript": ["Not valid JSON: nested too deeply."]}) from None
     return data
 
 
@@ -153,6 +160,9 @@ def import_transcript(*, data: object, owner=None) -> Experiment:
     )
     turns = _import_turns(experiment, roles, dm_roles, _list(data, "turns"))
     _import_lore(experiment, roles, turns, _list(data, "lore", required=False))
+    # The clock stands at the transcript's last round (an import is the DM side's act).
+    experiment.current_round = max((turn.round for turn in turns), default=0)
+    Experiment.objects.filter(pk=experiment.pk).update(current_round=experiment.current_round)
     return experiment
 
 
@@ -300,14 +310,12 @@ def _lore_fields(item: dict, roles: set[str], turn_count: int, prefix: str) -> d
         value = item.get(key, 0)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValidationError({f"{prefix}{key}": ["Must be a whole number ≥ 0."]})
+        if key.endswith("_round"):
+            clean_round(value, field=f"{prefix}{key}")
         fields[key] = value
     for key in _LORE_OPTIONAL_INT_KEYS:
         value = item.get(key)
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 0
-        ):
-            raise ValidationError({f"{prefix}{key}": ["Must be a whole number ≥ 0 or null."]})
-        fields[key] = value
+        fields[key] = None if value is None else clean_round(value, field=f"{prefix}{key}")
     if (
         fields["valid_from_round"] is not None
         and fields["invalid_from_round"] is not None

@@ -79,7 +79,7 @@ def _private_kinds(cleaned: dict, dm_roles: tuple[str, ...]) -> list[str] | None
 def turn_create(
     *,
     experiment: Experiment,
-    round: int,
+    round: int | None = None,
     speaker: str,
     kind: str,
     content: str,
@@ -87,9 +87,21 @@ def turn_create(
     tags: list[str] | None = None,
     hinge: bool = False,
     needs_review: bool = False,
+    open_round_only: bool = False,
 ) -> Turn:
-    """Store one turn with the next seq. Locks the experiment row to serialise seqs."""
+    """Store one turn with the next seq. Locks the experiment row to serialise seqs.
+
+    ``round`` omitted means the open round (the campaign clock). A turn in a later round
+    opens that round: only the DM side (owner, staff, the relay) may move the clock, so a
+    player's post passes ``open_round_only`` and any other round is a 400 naming ``round``.
+    """
     locked = Experiment.objects.select_for_update().get(pk=experiment.pk)
+    if round is None:
+        round = locked.current_round
+    elif open_round_only and round != locked.current_round:
+        raise ValidationError(
+            {"round": [f"Round {locked.current_round} is open: post into it (or omit round)."]}
+        )
     participants = list(locked.participants.values_list("role", "kind"))
     roles = {role for role, _ in participants}
     dm_roles = tuple(sorted(role for role, kind in participants if kind == "dm"))
@@ -109,6 +121,9 @@ def turn_create(
     turn = Turn.objects.create(
         experiment=locked, seq=(last["seq"] or 0) + 1, needs_review=needs_review, **cleaned
     )
+    if turn.round > locked.current_round:
+        Experiment.objects.filter(pk=locked.pk).update(current_round=turn.round)
+        experiment.current_round = turn.round
     # Memory work (hydrator; summarizer when a round just finished) runs after commit.
     memory_commands.after_turn_created(turn=turn, previous_round=last["round"])
     return turn

@@ -90,6 +90,8 @@ def clean_round(value: object, *, field: str = "round") -> int:
         raise ValidationError({field: ["Round must be a whole number (0 = setup)."]})
     if value < 0:
         raise ValidationError({field: ["Round must be 0 or more."]})
+    if value > settings.BABEL_MAX_ROUND:
+        raise ValidationError({field: [f"Round must be at most {settings.BABEL_MAX_ROUND}."]})
     return value
 
 

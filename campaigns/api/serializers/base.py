@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-# Round numbers and similar counters are stored as PositiveIntegerField (≤ 2³¹−1 on
-# PostgreSQL); a bigger value is a 400 here rather than a database error.
+# Counters are stored as PositiveIntegerField (≤ 2³¹−1 on PostgreSQL); a bigger value is
+# a 400 here rather than a database error. Rounds have a far lower bound of their own.
 MAX_INT = 2**31 - 1
+MAX_ROUND = settings.BABEL_MAX_ROUND
 
 ROLE_LIST_SCHEMA = {
     "type": "array",
@@ -95,7 +97,7 @@ class StrictPrimaryKeyField(serializers.PrimaryKeyRelatedField):
 
 
 def round_field(**kwargs) -> serializers.IntegerField:
-    return StrictIntegerField(min_value=0, max_value=MAX_INT, **kwargs)
+    return StrictIntegerField(min_value=0, max_value=MAX_ROUND, **kwargs)
 
 
 def text_field(**kwargs) -> serializers.CharField:

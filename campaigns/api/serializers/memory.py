@@ -99,6 +99,7 @@ class EmptySerializer(StrictSerializer):
 class JobSerializer(serializers.ModelSerializer):
     task_id = serializers.UUIDField(source="id", read_only=True)
     result = serializers.JSONField(source="shown_result", read_only=True, allow_null=True)
+    message = serializers.CharField(source="shown_message", read_only=True)
 
     class Meta:
         model = Job

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from campaigns.api.serializers.base import (
-    MAX_INT,
+    MAX_ROUND,
     AudienceField,
     RoleListOutField,
     StrictBooleanField,
@@ -42,19 +42,32 @@ class TurnSerializer(serializers.ModelSerializer):
 
 
 class TurnCreateSerializer(StrictSerializer):
-    round = round_field()
+    round = round_field(
+        required=False,
+        help_text=(
+            "Omitted: the open round (the campaign clock). The owner and staff may post into "
+            "a later round, which opens it; a player posts only into the open round."
+        ),
+    )
     speaker = StrictCharField(max_length=64, trim_whitespace=False)
     kind = StrictChoiceField(choices=Turn.Kind.choices)
     content = text_field(help_text="At most the experiment's content limit (default 100,000).")
     visibility = AudienceField(required=False, allow_null=True, default=None)
     tags = serializers.ListField(
-        child=StrictCharField(trim_whitespace=False), required=False, default=list
+        child=StrictCharField(trim_whitespace=False),
+        required=False,
+        default=list,
+        help_text="The DM side only (tags open threads and invalidate lore for everyone).",
     )
-    hinge = StrictBooleanField(required=False, default=False)
+    hinge = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="The DM side only (a hinge is pinned into every reader's pack).",
+    )
 
 
 class TurnFilterSerializer(serializers.Serializer):
     """``?round=`` and ``?kind=`` of the turn list (``?as=`` is read by the view)."""
 
-    round = serializers.IntegerField(min_value=0, max_value=MAX_INT, required=False)
+    round = serializers.IntegerField(min_value=0, max_value=MAX_ROUND, required=False)
     kind = serializers.ChoiceField(choices=Turn.Kind.choices, required=False)

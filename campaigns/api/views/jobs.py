@@ -9,7 +9,7 @@ from rest_framework import status
 from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 
-from campaigns.api.access import get_experiment_for, get_job_for
+from campaigns.api.access import get_experiment_for, get_job_for, job_as_read_by
 from campaigns.api.schema import ERROR_REF
 from campaigns.api.serializers import EmptySerializer, JobSerializer
 from campaigns.api.views.base import EXPERIMENT_ID, ApiView, validated
@@ -40,8 +40,9 @@ class RoundView(ApiView):
             if relay.ALREADY_RUNNING in exc.messages:
                 raise Conflict({"round": [relay.ALREADY_RUNNING]}) from None
             raise
-        job.shown_result = job.result
-        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+        return Response(
+            JobSerializer(job_as_read_by(job, access)).data, status=status.HTTP_202_ACCEPTED
+        )
 
 
 @extend_schema(parameters=[OpenApiParameter("task_id", OpenApiTypes.UUID, OpenApiParameter.PATH)])
@@ -52,9 +53,8 @@ class TaskView(ApiView):
     def get(self, request, task_id):
         """A job's status and progress (0–100), authorised through its experiment.
 
-        ``result`` is shown to the experiment's owner and staff only: a job's result may
-        name things a player's role does not read.
+        ``message`` and ``result`` are the owner's and staff's: they may name or count
+        things a player's role does not read. Others get the status and progress only.
         """
         job, access = get_job_for(request.user, task_id)
-        job.shown_result = job.result if access.can_edit else None
-        return Response(JobSerializer(job).data)
+        return Response(JobSerializer(job_as_read_by(job, access)).data)

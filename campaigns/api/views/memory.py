@@ -9,7 +9,12 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from campaigns import selectors
-from campaigns.api.access import check_context_role, get_experiment_for, reading_viewer
+from campaigns.api.access import (
+    check_context_role,
+    get_experiment_for,
+    job_as_read_by,
+    reading_viewer,
+)
 from campaigns.api.examples import COMMAND_EXAMPLES
 from campaigns.api.serializers import (
     CommandSerializer,
@@ -91,5 +96,6 @@ class CommandView(ApiView):
         access = get_experiment_for(request.user, id, write=True)
         data = validated(CommandSerializer, request.data)
         job = run_command(experiment=access.experiment, user=request.user, **data)
-        job.shown_result = job.result
-        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+        return Response(
+            JobSerializer(job_as_read_by(job, access)).data, status=status.HTTP_202_ACCEPTED
+        )

@@ -11,7 +11,7 @@ from campaigns import selectors
 from campaigns.api.access import check_turn_post, get_experiment_for, reading_viewer
 from campaigns.api.examples import TURN_EXAMPLES
 from campaigns.api.serializers import TurnCreateSerializer, TurnFilterSerializer, TurnSerializer
-from campaigns.api.serializers.base import MAX_INT
+from campaigns.api.serializers.base import MAX_ROUND
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
 from campaigns.models import Turn
 from campaigns.services.turns import turn_create
@@ -26,7 +26,7 @@ class TurnListView(ApiView):
             AS_ROLE,
             OpenApiParameter(
                 "round",
-                {"type": "integer", "minimum": 0, "maximum": MAX_INT},
+                {"type": "integer", "minimum": 0, "maximum": MAX_ROUND},
                 OpenApiParameter.QUERY,
                 description="Only this round.",
             ),
@@ -59,9 +59,12 @@ class TurnListView(ApiView):
         request=TurnCreateSerializer, responses={201: TurnSerializer}, examples=TURN_EXAMPLES
     )
     def post(self, request, id):
-        """Post a turn. A linked player posts only as their role, only what they may read."""
+        """Post a turn. A linked player posts only as their role, only what they may read,
+        only into the open round, and never hinges or tags (the DM side's levers)."""
         access = get_experiment_for(request.user, id)
         data = validated(TurnCreateSerializer, request.data)
         check_turn_post(access, data)
-        turn = turn_create(experiment=access.experiment, **data)
+        turn = turn_create(
+            experiment=access.experiment, open_round_only=not access.can_edit, **data
+        )
         return Response(TurnSerializer(turn).data, status=status.HTTP_201_CREATED)

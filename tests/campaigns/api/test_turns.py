@@ -165,13 +165,31 @@ def test_bad_turns_are_400_naming_the_field_and_store_nothing(api, campaign, own
     assert Turn.objects.count() == 0
 
 
-@pytest.mark.parametrize("missing", ["round", "speaker", "kind", "content"])
+@pytest.mark.parametrize("missing", ["speaker", "kind", "content"])
 def test_required_turn_fields(api, campaign, owner, missing):
     body = {key: value for key, value in VALID.items() if key != missing}
     response = api(owner).post(url(campaign), body, format="json")
     assert response.status_code == 400
     assert missing in response.json()
     assert Turn.objects.count() == 0
+
+
+def test_a_turn_without_a_round_goes_into_the_open_round(api, campaign, owner):
+    campaign.current_round = 3
+    campaign.save(update_fields=["current_round"])
+    body = {key: value for key, value in VALID.items() if key != "round"}
+    response = api(owner).post(url(campaign), body, format="json")
+    assert response.status_code == 201
+    assert response.json()["round"] == 3
+    campaign.refresh_from_db()
+    assert campaign.current_round == 3
+
+
+def test_the_owner_posting_into_a_later_round_opens_it(api, campaign, owner):
+    response = api(owner).post(url(campaign), {**VALID, "round": 2}, format="json")
+    assert response.status_code == 201
+    campaign.refresh_from_db()
+    assert campaign.current_round == 2
 
 
 def test_content_over_the_default_limit_is_rejected_with_the_limit(api, campaign, owner, settings):

@@ -13,6 +13,13 @@ def url(experiment) -> str:
     return f"/api/experiments/{experiment.pk}/turns/"
 
 
+@pytest.fixture(autouse=True)
+def _round_one_is_open(campaign):
+    """The DM side opened round 1; players post into the open round."""
+    campaign.current_round = 1
+    campaign.save(update_fields=["current_round"])
+
+
 @pytest.mark.parametrize(
     ("kind", "visibility"),
     [

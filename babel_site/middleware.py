@@ -1,0 +1,41 @@
+"""Request bodies over the limit are refused before anything reads them.
+
+Django raises ``RequestDataTooBig`` only when a view touches ``request.body`` and answers
+it with an HTML 400; the API reads its stream another way and would not check at all.
+Here every request whose declared length is over the limit gets a 413 that names the
+limit — JSON under ``/api/``, a plain page elsewhere — before a byte of it is read.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from babel_site.errors import error_response
+
+IMPORT_PATH = "/api/import/"
+
+
+def body_limit(path: str) -> tuple[int, str]:
+    """The byte limit for a path and the setting that sets it."""
+    if path == IMPORT_PATH:
+        return settings.BABEL_MAX_IMPORT_BYTES, "BABEL_MAX_IMPORT_BYTES"
+    return settings.DATA_UPLOAD_MAX_MEMORY_SIZE, "BABEL_MAX_BODY_BYTES"
+
+
+class RequestBodyLimitMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0  # Django reads a malformed length as no body at all
+        limit, name = body_limit(request.path)
+        if length > limit:
+            return error_response(
+                request,
+                413,
+                f"The request body is {length} bytes; the limit is {limit} bytes ({name}).",
+            )
+        return self.get_response(request)
