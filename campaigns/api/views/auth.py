@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from django.contrib.auth.signals import user_logged_in
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
+from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.parsers import FormParser
+from rest_framework.response import Response
 
 from campaigns.api.parsers import StrictJSONParser
 from campaigns.api.schema import ERROR_REF
@@ -36,4 +39,10 @@ class ObtainTokenView(ObtainAuthToken):
         auth=[],
     )
     def post(self, request, *args, **kwargs):
-        return super().post(request, *args, **kwargs)
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        user = serializer.validated_data["user"]
+        # A token is a sign-in: the lockout count starts again, as after the login form.
+        user_logged_in.send(sender=type(user), request=request, user=user)
+        token, _ = Token.objects.get_or_create(user=user)
+        return Response({"token": token.key})
