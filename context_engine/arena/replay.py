@@ -270,8 +270,12 @@ class Replay:
             if e.first_seen_round <= round_ and e.status != "rejected"
         )
 
-    def pack_input(self, round_: int, role: str, config: PackConfig) -> PackInput:
-        """``role``'s pack input at ``round_`` under ``config`` (prepare() that round first)."""
+    def pack_input(
+        self, round_: int, role: str, config: PackConfig, *, input_text: str | None = None
+    ) -> PackInput:
+        """``role``'s pack input at ``round_`` under ``config`` (prepare() that round first).
+
+        ``input_text`` defaults to the relay's instruction for the role at that round."""
         snapshot = self._snapshots.get(round_)
         if snapshot is None:
             raise ValueError(f"Round {round_} was not prepared; call prepare([{round_}]).")
@@ -281,7 +285,8 @@ class Replay:
         mine = self._readable[role]
         visible = mine[: bisect_right(mine, end - 1)]
         needs = history_needs(config, round_)
-        input_text = self.instruction(role, round_)
+        if input_text is None:
+            input_text = self.instruction(role, round_)
         chosen = self._needed(visible, needs, role)
         turns = [self.turns[i] for i in sorted(chosen)]
         if needs.unreadable_whispers and not omniscient:

@@ -76,10 +76,15 @@ class ArenaReportSerializer(serializers.Serializer):
 
 class ArenaRunSerializer(serializers.ModelSerializer):
     task_id = serializers.UUIDField(source="job_id", read_only=True, allow_null=True)
-    report = serializers.JSONField(read_only=True)
     params = serializers.JSONField(read_only=True)
+    report = ArenaReportSerializer(
+        read_only=True, help_text="What `manage.py arena --json` writes."
+    )
+    details = serializers.JSONField(
+        read_only=True, help_text="The judge's note, retention per checkpoint and per role."
+    )
 
     class Meta:
         model = ArenaRun
-        fields = ["id", "task_id", "params", "report", "created_at"]
+        fields = ["id", "task_id", "params", "report", "details", "created_at"]
         read_only_fields = fields
