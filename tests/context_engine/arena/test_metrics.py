@@ -45,9 +45,7 @@ def test_full_history_keeps_every_fact_each_role_may_read():
 
 
 def test_a_strategy_that_drops_facts_scores_lower_by_the_hand_count():
-    options = ArenaOptions(
-        strategies=("full_history", "sliding_window"), budgets=(13000,), every=1
-    )
+    options = ArenaOptions(strategies=("full_history", "sliding_window"), budgets=(13000,), every=1)
     report, details = run_arena(Replay(history(window_turns=1)), FACTS, options)
     sliding = row(report, "sliding_window")
     # The window is the last visible turn: round 1 → the Quorvex hinge (1 of 3, 3, 2),
@@ -86,12 +84,8 @@ def test_a_fault_injected_leaking_strategy_is_caught_and_never_recommended():
         sections = (*pack.sections[:-1], replace(last, text=last.text + "\n" + whisper))
         return replace(pack, sections=sections)
 
-    options = ArenaOptions(
-        strategies=("full_history", "sliding_window"), budgets=(13000,), every=1
-    )
-    report, details = run_arena(
-        Replay(history()), FACTS, options, leak_probe=leak_into_cassia
-    )
+    options = ArenaOptions(strategies=("full_history", "sliding_window"), budgets=(13000,), every=1)
+    report, details = run_arena(Replay(history()), FACTS, options, leak_probe=leak_into_cassia)
     assert row(report, "sliding_window")["leaks"] == 3  # Cassia, at each of 3 checkpoints
     assert row(report, "full_history")["leaks"] == 0
     assert report["recommended"]["strategy"] == "full_history"
