@@ -27,9 +27,12 @@ from typing import Any
 
 FORMAT = "babel-transcript/1"
 PLAYER_NAMES = ("Thorin", "Cassia", "Wren", "Ossian", "Brannoc", "Ilse", "Garrick", "Mireth")
-_SYLLABLES = tuple(
-    "brin wick quor vex thal myr zan krov ulm drae phel skarn yth gorv lunt qesh orv taz plix hurn".split()
+# fmt: off
+_SYLLABLES = (
+    "brin", "wick", "quor", "vex", "thal", "myr", "zan", "krov", "ulm", "drae",
+    "phel", "skarn", "yth", "gorv", "lunt", "qesh", "orv", "taz", "plix", "hurn",
 )
+# fmt: on
 _PLACES = (
     "the old mill",
     "the river road",
