@@ -286,7 +286,7 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
                 [f"{item} sigil"],
                 f"What did {name} hide under the cloak?",
             )
-        r = rng.randint(8, rounds // 3)
+        r = rng.randint(min(8, rounds // 3), rounds // 3)
         place = words.new()
         plant(
             r,

@@ -7,9 +7,11 @@ lazily so the web process never pays for it unless a plot is asked for.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import BinaryIO
 
 
-def arena_plot(report: dict, details: dict, path: str | Path) -> Path:
+def arena_plot(report: dict, details: dict, path: str | Path | BinaryIO):
+    """Write the PNG to ``path`` (a file name or a binary file object)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -70,7 +72,7 @@ def arena_plot(report: dict, details: dict, path: str | Path) -> Path:
             f"{rec['strategy']} @ {rec['budget']}"
         )
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, format="png")
+    target = Path(path) if isinstance(path, str) else path
+    fig.savefig(target, format="png")
     plt.close(fig)
-    return path
+    return target

@@ -104,3 +104,14 @@ def test_derived_facts_cover_hinges_lore_threads_and_secrets(campaign):
     )
     assert report["results"][0]["leaks"] == 0
     assert report["results"][0]["retention"] >= 0.9
+
+
+@pytest.mark.parametrize("rounds", [20, 21, 33])
+def test_short_campaigns_generate_too(rounds):
+    data = generate_campaign(rounds=rounds, players=8, seed=rounds)
+    assert max(t["round"] for t in data["turns"]) == rounds
+    assert all(f["round"] <= rounds for f in data["facts"])
+    with pytest.raises(ValueError, match="rounds"):
+        generate_campaign(rounds=19)
+    with pytest.raises(ValueError, match="players"):
+        generate_campaign(rounds=40, players=9)
