@@ -45,7 +45,7 @@ def arena_plot(report: dict, details: dict, path: str | Path | BinaryIO):
     full = report.get("full_history_tokens")
     left.set_xlabel("mean pack tokens")
     left.set_ylabel("facts retained (%)")
-    left.set_title(f"Retention vs tokens (full history: {full:.0f} tokens)")
+    left.set_title(f"Retention vs tokens (full history: {int(full + 0.5)} tokens)")
     left.grid(True, alpha=0.3)
     left.legend(fontsize=8)
     checkpoints = report["checkpoints"]
