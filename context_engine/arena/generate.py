@@ -319,14 +319,14 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
 
     # Assemble: per round the DM narrates, players act, then planted turns.
     for r in range(1, rounds + 1):
-        scene = " ".join(rng.choice(_SCENES).format(place=rng.choice(_PLACES)) for _ in range(3))
+        scene = " ".join(rng.choice(_SCENES).format(place=rng.choice(_PLACES)) for _ in range(5))
         turns.append(_turn(r, "DM", "narrative", scene))
         for name in cast:
             action = " ".join(
                 rng.choice(_ACTIONS).format(
                     who=name, thing=rng.choice(_THINGS), place=rng.choice(_PLACES)
                 )
-                for _ in range(2)
+                for _ in range(3)
             )
             turns.append(_turn(r, name, "action", action))
         if rng.random() < 0.3:
