@@ -9,6 +9,8 @@ stored instead (so a slow provider costs quality, never a digest).
 
 from __future__ import annotations
 
+import uuid
+
 from celery import shared_task
 
 from campaigns.models import Experiment, Job, LoreEntry, Turn
@@ -89,6 +91,10 @@ def run_round(job_id: str) -> str | None:
 @shared_task(acks_late=True, soft_time_limit=1500, time_limit=1800)
 def run_arena(job_id: str) -> str | None:
     """One Arena run (SPEC §5.7). Idempotent by the Job's claim and one ArenaRun per Job."""
+    try:
+        job_id = str(uuid.UUID(str(job_id)))
+    except ValueError:
+        return None  # not a job id at all: nothing to run
     job = Job.objects.filter(pk=job_id, kind=Job.Kind.ARENA).first()
     if job is None:
         return None
