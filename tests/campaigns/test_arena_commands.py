@@ -7,9 +7,12 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from campaigns.models import Experiment
 from campaigns.services import transcripts
+from campaigns.services.arena import ArenaParams, arena_report
 from context_engine.arena.generate import generate_campaign
 
 pytestmark = pytest.mark.django_db
@@ -130,3 +133,19 @@ def test_a_working_model_judge_agrees_with_what_the_packs_hold(
     model = json.loads((tmp_path / "model.json").read_text())["results"]
     assert [r["retention"] for r in model] == [r["retention"] for r in offline]
     assert "fell back" not in text and len(gemini_standin.requests) > 0
+
+
+def test_the_report_loads_the_history_once_whatever_its_length():
+    """No query per pack: the same handful of queries at 20 rounds and at 60."""
+    counts = []
+    for rounds in (20, 60):
+        experiment = transcripts.import_transcript(
+            data=generate_campaign(rounds=rounds, players=2, seed=rounds)
+        )
+        experiment = Experiment.objects.get(pk=experiment.pk)
+        params = ArenaParams(strategies=("layered", "full_history"), budgets=(8000,), every=5)
+        with CaptureQueriesContext(connection) as captured:
+            report, _ = arena_report(experiment=experiment, params=params)
+        assert len(report["checkpoints"]) == rounds // 5
+        counts.append(len(captured.captured_queries))
+    assert counts[0] == counts[1] <= 5, counts
