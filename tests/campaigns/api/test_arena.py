@@ -140,3 +140,22 @@ def test_players_and_strangers_cannot_see_or_start_arena_runs(
     assert api(staff_user).get(arena_url(generated)).status_code == 200
     assert Job.objects.count() == 0
     assert Experiment.objects.filter(pk=generated.pk).exists()
+
+
+def test_importing_a_bad_fact_is_a_400_naming_it_and_stores_nothing(api, owner):
+    data = generate_campaign(rounds=20, players=2, seed=3)
+    data["facts"][2]["answer"] = "not a list"
+    response = api(owner).post("/api/import/", data, format="json")
+    assert response.status_code == 400
+    assert "facts[2].answer" in response.json()
+    assert Experiment.objects.count() == 0
+
+
+def test_facts_round_trip_through_the_api_byte_identically(api, owner):
+    text = transcripts.dumps(generate_campaign(rounds=20, players=2, seed=3))
+    created = api(owner).post("/api/import/", text.encode(), content_type="application/json")
+    assert created.status_code == 201
+    first = api(owner).get(f"/api/experiments/{created.json()['id']}/export/").content
+    assert first == text.encode()
+    again = api(owner).post("/api/import/", first, content_type="application/json")
+    assert api(owner).get(f"/api/experiments/{again.json()['id']}/export/").content == first
