@@ -39,6 +39,8 @@ urlpatterns = [
     ),
     re_path(rf"{EXPERIMENT}/commands/$", views.CommandView.as_view(), name="api-commands"),
     re_path(rf"{EXPERIMENT}/rounds/$", views.RoundView.as_view(), name="api-rounds"),
+    re_path(rf"{EXPERIMENT}/facts/$", views.FactListView.as_view(), name="api-facts"),
+    re_path(rf"{EXPERIMENT}/arena/$", views.ArenaView.as_view(), name="api-arena"),
     re_path(rf"{EXPERIMENT}/export/$", views.ExportView.as_view(), name="api-export"),
     path("import/", views.ImportView.as_view(), name="api-import"),
     re_path(r"^tasks/(?P<task_id>[^/]+)/$", views.TaskView.as_view(), name="api-task"),

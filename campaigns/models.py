@@ -412,6 +412,7 @@ class Job(models.Model):
         COMPRESS = "compress", "/compress"
         CLEAR = "clear", "/clear"
         SUMMARIZE = "summarize", "Summarize"
+        ARENA = "arena", "Arena"
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -453,3 +454,54 @@ class Job(models.Model):
         if self.status == self.Status.RUNNING:
             return f"{self.get_kind_display()}: running, {self.progress}%"
         return f"{self.get_kind_display()}: {self.get_status_display().lower()}"
+
+
+class Fact(models.Model):
+    """A planted fact the Arena scores packs on (SPEC §5.7, the transcript's ``facts``).
+
+    Introduced in ``round``, readable by ``audience`` (null = everyone, same semantics as
+    visibility), known when every string of ``answer`` appears. ``key`` is the fact's id
+    in the transcript; ``position`` keeps the file's order for a byte-identical export.
+    """
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="facts")
+    key = models.CharField(max_length=200, help_text="The fact's id in the transcript.")
+    position = models.PositiveIntegerField(default=0)
+    round = models.PositiveIntegerField(default=0)
+    audience = models.JSONField(null=True, blank=True, help_text="null = everyone.")
+    answer = models.JSONField(default=list, help_text="Strings that must all appear.")
+    question = models.TextField()
+
+    class Meta:
+        ordering = ["experiment_id", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["experiment", "key"], name="fact_unique_key"),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class ArenaRun(models.Model):
+    """One Arena run of an experiment: its parameters and its stored report."""
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="arena_runs")
+    job = models.OneToOneField(
+        Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="arena_run"
+    )
+    params = models.JSONField(default=dict, blank=True)
+    report = models.JSONField(default=dict, blank=True, help_text="The --json report.")
+    details = models.JSONField(
+        default=dict, blank=True, help_text="Judge note, retention per checkpoint, counts."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            # The arena page and GET …/arena/: "the newest runs of experiment E".
+            models.Index(fields=["experiment", "-created_at"], name="arena_run_newest"),
+        ]
+
+    def __str__(self) -> str:
+        return f"arena run {self.pk} of experiment {self.experiment_id}"

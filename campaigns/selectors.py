@@ -14,7 +14,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 
-from campaigns.models import Experiment, LoreEntry, Participant, Summary, Turn
+from campaigns.models import Experiment, Fact, LoreEntry, Participant, Summary, Turn
 from context_engine.memory.vocabulary import zipf
 
 
@@ -112,6 +112,12 @@ def lore_visible_to(*, experiment: Experiment | int, viewer: Viewer) -> QuerySet
 def summaries_visible_to(*, experiment: Experiment | int, viewer: Viewer) -> QuerySet[Summary]:
     experiment_id = experiment if isinstance(experiment, int) else experiment.pk
     return Summary.objects.filter(experiment_id=experiment_id).filter(_readable("audience", viewer))
+
+
+def facts_visible_to(*, experiment: Experiment | int, viewer: Viewer) -> QuerySet[Fact]:
+    """Planted facts whose audience includes the viewer (omniscient readers: all)."""
+    experiment_id = experiment if isinstance(experiment, int) else experiment.pk
+    return Fact.objects.filter(experiment_id=experiment_id).filter(_readable("audience", viewer))
 
 
 def current_round(*, experiment: Experiment | int) -> int:

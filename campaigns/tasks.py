@@ -9,10 +9,12 @@ stored instead (so a slow provider costs quality, never a digest).
 
 from __future__ import annotations
 
+import uuid
+
 from celery import shared_task
 
 from campaigns.models import Experiment, Job, LoreEntry, Turn
-from campaigns.services import maintenance, memory, relay
+from campaigns.services import arena, maintenance, memory, relay
 from campaigns.services.memory.dispatch import send_on_commit
 
 
@@ -84,3 +86,16 @@ def run_round(job_id: str) -> str | None:
         return None
     job = relay.round_run(job_id=job_id)
     return None if job is None else job.status
+
+
+@shared_task(acks_late=True, soft_time_limit=1500, time_limit=1800)
+def run_arena(job_id: str) -> str | None:
+    """One Arena run (SPEC §5.7). Idempotent by the Job's claim and one ArenaRun per Job."""
+    try:
+        job_id = str(uuid.UUID(str(job_id)))
+    except ValueError:
+        return None  # not a job id at all: nothing to run
+    job = Job.objects.filter(pk=job_id, kind=Job.Kind.ARENA).first()
+    if job is None:
+        return None
+    return arena.arena_job_run(job=job).status

@@ -8,7 +8,8 @@ Format::
      "turns": [{round, speaker, kind, content, visibility, tags, hinge[, needs_review]}],
      "lore": [{term, category, definition, audience, status, origin, locked,
                first_seen_round, last_seen_round, mention_count,
-               valid_from_round, invalid_from_round, source_turns: [turn index, …]}]}
+               valid_from_round, invalid_from_round, source_turns: [turn index, …]}],
+     "facts": [{id, round, audience, answer: [str, …], question}]}   (optional, the Arena's)
 
 Turns are listed in seq order; a turn's index in the list (0-based) is how lore points
 at its sources. Import runs in one transaction: a bad file stores nothing, and the error
@@ -25,6 +26,7 @@ from django.db import transaction
 
 from campaigns.models import Experiment, LoreEntry, LoreRevision, Participant, Turn
 from campaigns.services.experiments import experiment_create, participant_create
+from campaigns.services.facts import facts_export, facts_import
 from campaigns.services.turns import turn_fields
 from campaigns.services.validation import (
     clean_round,
@@ -35,7 +37,7 @@ from campaigns.services.validation import (
 from context_engine.visibility import audience_key
 
 FORMAT = "babel-transcript/1"
-_TOP_KEYS = {"format", "experiment", "participants", "turns", "lore"}
+_TOP_KEYS = {"format", "experiment", "participants", "turns", "lore", "facts"}
 _EXPERIMENT_KEYS = {"name", "hook", "rules", "config", "status"}
 _PARTICIPANT_KEYS = {"role", "kind", "model", "bio", "identity", "secret", "reveal_round", "order"}
 _TURN_KEYS = {"round", "speaker", "kind", "content", "visibility", "tags", "hinge", "needs_review"}
@@ -66,7 +68,7 @@ def export_transcript(*, experiment: Experiment) -> dict[str, Any]:
     turns = list(experiment.turns.order_by("seq"))
     index_of = {turn.pk: index for index, turn in enumerate(turns)}
     lore = experiment.lore.order_by("key", "audience_key", "id").prefetch_related("source_turns")
-    return {
+    transcript = {
         "format": FORMAT,
         "experiment": {
             "name": experiment.name,
@@ -110,6 +112,10 @@ def export_transcript(*, experiment: Experiment) -> dict[str, Any]:
             for entry in lore
         ],
     }
+    facts = facts_export(experiment=experiment)
+    if facts:  # optional: a transcript without facts round-trips without the key
+        transcript["facts"] = facts
+    return transcript
 
 
 def _export_turn(turn: Turn) -> dict[str, Any]:
@@ -160,6 +166,7 @@ def import_transcript(*, data: object, owner=None) -> Experiment:
     )
     turns = _import_turns(experiment, roles, dm_roles, _list(data, "turns"))
     _import_lore(experiment, roles, turns, _list(data, "lore", required=False))
+    facts_import(experiment=experiment, roles=roles, items=_list(data, "facts", required=False))
     # The clock stands at the transcript's last round (an import is the DM side's act).
     experiment.current_round = max((turn.round for turn in turns), default=0)
     Experiment.objects.filter(pk=experiment.pk).update(current_round=experiment.current_round)

@@ -3,7 +3,8 @@
 Shared by the Gemini and OpenAI stand-ins so both fail in exactly the same ways. The
 kind of answer is read from the request: a schema with ``hinge_index`` (or a prompt
 naming the digest headings) wants a digest, a schema with ``definition`` wants a
-definition, any other schema gets an object filled from it, plain text gets a sentence.
+definition, a schema with ``known`` and ``answer`` is the Arena's judge, any other
+schema gets an object filled from it, plain text gets a sentence.
 """
 
 from __future__ import annotations
@@ -66,6 +67,13 @@ def _fill(schema: dict) -> object:
     }.get(kind)
 
 
+def judge_object(prompt: str) -> dict:
+    """The Arena's judge question: the stand-in "answers" with the whole context it was
+    given (so a good answer holds exactly what the pack holds), known when it has any."""
+    context = prompt.split("Context:\n", 1)[-1].split("\n\nQuestion:", 1)[0]
+    return {"answer": f"{context.strip()} {STANDIN_MARK}", "known": bool(context.strip())}
+
+
 def json_answer(prompt: str, schema: dict | None, behaviour: str) -> str:
     """The JSON text for a JSON-mode request under ``behaviour``."""
     schema = schema or schema_from_prompt(prompt)
@@ -74,6 +82,10 @@ def json_answer(prompt: str, schema: dict | None, behaviour: str) -> str:
         data: dict = digest_object(prompt)
         if behaviour == "missing_heading":
             data.pop("open_threads")
+    elif "known" in props and "answer" in props:
+        data = judge_object(prompt)
+        if behaviour == "missing_heading":
+            data.pop("known")
     elif "definition" in props or (not props and "define" in prompt.lower()):
         data = {"definition": f"A coined term defined by the model {STANDIN_MARK}."}
         if behaviour == "missing_heading":

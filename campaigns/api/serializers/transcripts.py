@@ -62,12 +62,23 @@ class TranscriptLoreSerializer(serializers.Serializer):
     )
 
 
+class TranscriptFactSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    round = serializers.IntegerField()
+    audience = RoleListOutField()
+    answer = serializers.ListField(child=serializers.CharField())
+    question = serializers.CharField()
+
+
 class TranscriptSerializer(serializers.Serializer):
     format = serializers.ChoiceField(choices=[FORMAT])
     experiment = TranscriptExperimentSerializer()
     participants = TranscriptParticipantSerializer(many=True)
     turns = TranscriptTurnSerializer(many=True, help_text="In seq order.")
     lore = TranscriptLoreSerializer(many=True)
+    facts = TranscriptFactSerializer(
+        many=True, required=False, help_text="Optional: the Arena's planted facts."
+    )
 
 
 # The import body, as loosely as the importer accepts it: the importer checks every
@@ -84,6 +95,7 @@ TRANSCRIPT_IMPORT_SCHEMA = {
         "participants": {"type": "array", "items": {"type": "object"}},
         "turns": {"type": "array", "items": {"type": "object"}},
         "lore": {"type": "array", "items": {"type": "object"}},
+        "facts": {"type": "array", "items": {"type": "object"}},
     },
     "required": ["experiment", "participants", "turns"],
     "additionalProperties": False,

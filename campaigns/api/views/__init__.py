@@ -1,6 +1,7 @@
 """DRF views. Thin: parse, authorize (`campaigns.api.access`), call one service or
 selector, render. Split by resource."""
 
+from campaigns.api.views.arena import ArenaView, FactListView
 from campaigns.api.views.auth import ObtainTokenView
 from campaigns.api.views.experiments import (
     ExperimentDetailView,
@@ -14,11 +15,13 @@ from campaigns.api.views.transcripts import ExportView, ImportView
 from campaigns.api.views.turns import TurnListView
 
 __all__ = [
+    "ArenaView",
     "CommandView",
     "ContextView",
     "ExperimentDetailView",
     "ExperimentListView",
     "ExportView",
+    "FactListView",
     "ImportView",
     "LoreDetailView",
     "LoreListView",

@@ -14,7 +14,7 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from campaigns.models import Job, LoreEntry, Summary
+from campaigns.models import Fact, Job, LoreEntry, Summary
 from campaigns.services.experiments import participant_create
 from campaigns.services.lore import lore_create
 from tests.factories import make_turn
@@ -34,6 +34,8 @@ FORBIDDEN = {
     "dm_digest": "ZQX-dm-digest",
     "cassia_strategy": "ZQX-cassia-strategic-summary",
     "job_result": "ZQX-job-result",
+    "cassia_fact": "ZQX-cassia-fact-answer",
+    "dm_fact": "ZQX-dm-fact-question",
 }
 # Text Thorin's player should see (proves the sweep reaches real content).
 ALLOWED = {
@@ -43,6 +45,8 @@ ALLOWED = {
     "thorin_secret": "VIS-thorin-secret",
     "public_lore": "VISpubliclore",
     "thorin_digest": "VIS-thorin-digest",
+    "public_fact": "VIS-public-fact",
+    "thorin_fact": "VIS-thorin-fact",
 }
 
 
@@ -132,6 +136,23 @@ def secrets_campaign(campaign, owner, player, other_player) -> Secrets:
     _summary(campaign, kind="digest", audience=["DM"], text=FORBIDDEN["dm_digest"])
     _summary(campaign, kind="digest", audience=["Thorin"], text=ALLOWED["thorin_digest"])
     _summary(campaign, kind="strategic", audience=["Cassia"], text=FORBIDDEN["cassia_strategy"])
+    for position, (key, audience, answer, question) in enumerate(
+        [
+            ("public", None, ALLOWED["public_fact"], "What is public?"),
+            ("thorin", ["DM", "Thorin"], ALLOWED["thorin_fact"], "What did Thorin whisper?"),
+            ("cassia", ["Cassia", "DM"], FORBIDDEN["cassia_fact"], "What did Cassia whisper?"),
+            ("dm", ["DM"], "trapdoor", FORBIDDEN["dm_fact"]),
+        ]
+    ):
+        Fact.objects.create(
+            experiment=campaign,
+            key=key,
+            position=position,
+            round=1,
+            audience=audience,
+            answer=[answer],
+            question=question,
+        )
     secrets.job = Job.objects.create(
         experiment=campaign,
         kind=Job.Kind.CHECKPOINT,

@@ -24,7 +24,8 @@ def _get_urls(secrets) -> list[str]:
     """Every GET the API has, with every way of asking for more than one should see."""
     e = f"/api/experiments/{secrets.experiment.pk}"
     urls = ["/api/experiments/", f"{e}/", f"{e}/export/", f"/api/tasks/{secrets.job.pk}/"]
-    for base in ("participants", "turns", "lore", "summaries"):
+    urls.append(f"{e}/arena/")
+    for base in ("participants", "turns", "lore", "summaries", "facts"):
         urls.append(f"{e}/{base}/")
         urls.extend(f"{e}/{base}/?as={role}" for role in ROLES)
     urls.extend(f"{e}/turns/?kind={kind}" for kind in Turn.Kind.values)

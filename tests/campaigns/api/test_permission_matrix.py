@@ -89,6 +89,16 @@ CASES = [
     Case("round", "post", E + "/rounds/", _row(202, 403, 404), {}, True),
     Case("task", "get", "/api/tasks/{job}/", _row(200, 200, 404)),
     Case("export", "get", E + "/export/", _row(200, 403, 404)),
+    Case("list facts", "get", E + "/facts/", _row(200, 200, 404)),
+    Case("arena reports", "get", E + "/arena/", _row(200, 403, 404)),
+    Case(
+        "start arena",
+        "post",
+        E + "/arena/",
+        _row(202, 403, 404),
+        {"strategies": ["sliding_window"], "budgets": [4000]},
+        True,
+    ),
     Case("import", "post", "/api/import/", _row(201, 201, 201), demo.transcript(), True),
 ]
 

@@ -25,6 +25,8 @@ SPEC_OPERATIONS = {
     "/api/experiments/{id}/rounds/": {"post"},
     "/api/tasks/{task_id}/": {"get"},
     "/api/experiments/{id}/export/": {"get"},
+    "/api/experiments/{id}/facts/": {"get"},
+    "/api/experiments/{id}/arena/": {"get", "post"},
     "/api/import/": {"post"},
 }
 HTTP_METHODS = {"get", "post", "put", "patch", "delete"}
@@ -55,7 +57,12 @@ def test_the_context_response_documents_the_pack_shape(schema):
 
 def test_request_bodies_forbid_unknown_fields(schema):
     components = schema["components"]["schemas"]
-    for name in ("TurnCreateRequest", "ExperimentCreateRequest", "PatchedLoreUpdateRequest"):
+    for name in (
+        "TurnCreateRequest",
+        "ExperimentCreateRequest",
+        "PatchedLoreUpdateRequest",
+        "ArenaStartRequest",
+    ):
         assert components[name]["additionalProperties"] is False, name
 
 

@@ -1,0 +1,1 @@
+"""The console: server-rendered HTMX pages beside the API (SPEC §7)."""
