@@ -110,14 +110,18 @@ def test_outsiders_post_nothing(as_user, personas, exp, persona, status):
     assert Turn.objects.count() == before
 
 
-def test_checkpoint_answers_a_finished_progress_bar_and_fires_job_done(as_user, owner, exp):
+def test_checkpoint_answers_a_progress_bar_that_polls_until_done(
+    as_user, owner, exp, django_capture_on_commit_callbacks
+):
     client = as_user(owner)
-    response = client.post(url(exp, "console:command_post"), {"command": "checkpoint"}, **HX)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url(exp, "console:command_post"), {"command": "checkpoint"}, **HX)
     assert response.status_code == 200
-    job = Job.objects.filter(experiment=exp, kind="checkpoint").latest("created_at")
-    assert job.status == Job.Status.SUCCEEDED
-    assert "job-done" in response["HX-Trigger"]
     assert "<progress" in response.content.decode()
+    job = Job.objects.filter(experiment=exp, kind="checkpoint").latest("created_at")
+    assert f'hx-get="{url(exp, "console:job", job.pk)}"' in response.content.decode()
+    job.refresh_from_db()
+    assert job.status == Job.Status.SUCCEEDED
     poll = client.get(url(exp, "console:job", job.pk), **HX)
     assert poll.status_code == 286
     assert "job-done" in poll["HX-Trigger"]
