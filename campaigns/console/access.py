@@ -95,7 +95,9 @@ def acting_role(access: Access) -> str | None:
 
 
 def roles_of(access: Access) -> list[str]:
-    return list(access.experiment.participants.order_by("order", "id").values_list("role", flat=True))
+    return list(
+        access.experiment.participants.order_by("order", "id").values_list("role", flat=True)
+    )
 
 
 __all__ = ["Access", "selectors"]

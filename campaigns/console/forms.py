@@ -175,7 +175,9 @@ class LoreMergeForm(forms.Form):
 
 
 class LoreBulkForm(forms.Form):
-    action = forms.ChoiceField(label="With the selected", choices=[("confirm", "Confirm"), ("reject", "Reject")])
+    action = forms.ChoiceField(
+        label="With the selected", choices=[("confirm", "Confirm"), ("reject", "Reject")]
+    )
     ids = forms.TypedMultipleChoiceField(label="Entries", coerce=int)
 
     def __init__(self, *args, entries, **kwargs):

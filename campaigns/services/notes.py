@@ -137,9 +137,7 @@ def _rewind_digests(note: Turn) -> None:
 
 def _release_lore(note: Turn, *, user) -> None:
     """Unlink the note from lore; extracted, unlocked entries left with no source go."""
-    entries = list(
-        LoreEntry.objects.select_for_update().filter(source_turns=note).order_by("pk")
-    )
+    entries = list(LoreEntry.objects.select_for_update().filter(source_turns=note).order_by("pk"))
     for entry in entries:
         entry.source_turns.remove(note)
         if (

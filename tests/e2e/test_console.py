@@ -57,6 +57,7 @@ def test_a_dm_runs_the_demo_from_the_browser(page, live_server, demo):
         .first()
     )
     row = page.locator(f"#lore-{entry.pk}")
+    row.locator("details.edit summary").click()
     row.locator("textarea[name=definition]").fill("Corrected in the browser.")
     row.locator("button[value=correct]").click()
     page.locator(f"#lore-{entry.pk} .definition", has_text="Corrected in the browser.").wait_for()
@@ -109,6 +110,7 @@ def test_a_dm_runs_the_demo_from_the_browser(page, live_server, demo):
     page.select_option("select[name=compare]", "Cassia")
     page.click("button:has-text('Rebuild')")
     page.locator("#inspector h3", has_text="Thorin vs Cassia").wait_for()
+    page.locator(".pack").first.locator("details.items summary", has_text="recent:").click()
     shot(page, "inspector")
 
     page.goto(f"{base}/memory/")

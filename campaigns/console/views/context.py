@@ -92,7 +92,9 @@ def inspect(pack: Pack) -> dict:
                 item.kind, item.ref
             )
             rows.append(
-                ItemRow(item.ref, item.kind, item.tokens, "partly" if partly else "included", reason)
+                ItemRow(
+                    item.ref, item.kind, item.tokens, "partly" if partly else "included", reason
+                )
             )
         for (name, ref), trims in events.items():
             if name != section.name or ref in seen:
@@ -100,7 +102,13 @@ def inspect(pack: Pack) -> dict:
             for event in trims:
                 state = "cut" if event.action == "dropped" else "partly"
                 rows.append(
-                    ItemRow(ref, event.cause, event.tokens_saved, state, f"{event.action}: {event.reason}")
+                    ItemRow(
+                        ref,
+                        event.cause,
+                        event.tokens_saved,
+                        state,
+                        f"{event.action}: {event.reason}",
+                    )
                 )
         sections.append(
             SectionRow(

@@ -13,7 +13,12 @@ from campaigns.console.views.base import page
 from campaigns.models import Experiment, Job, LoreEntry, Participant
 from campaigns.services.context import pack_for_role
 
-STRAIN_LABELS = {"normal": "normal", "strain_1": "strain I", "strain_2": "strain II", "strain_3": "strain III"}
+STRAIN_LABELS = {
+    "normal": "normal",
+    "strain_1": "strain I",
+    "strain_2": "strain II",
+    "strain_3": "strain III",
+}
 ACTIVE = (Job.Status.PENDING, Job.Status.RUNNING)
 
 

@@ -155,7 +155,9 @@ def entry_action(request, pk, lid):
             attach_errors(form, exc)
     if form.errors:
         ctx = _entry_context(access, entry, form=form)
-        return page(request, "campaigns/console/lore_entry.html", ctx, partial="entry", status=INVALID)
+        return page(
+            request, "campaigns/console/lore_entry.html", ctx, partial="entry", status=INVALID
+        )
     if not request.htmx:
         return redirect("console:lore", pk=access.experiment.pk)
     ctx = _entry_context(access, entry)
@@ -220,7 +222,12 @@ def merge(request, pk):
     )
     form = LoreMergeForm(request.POST, entries=choices)
     if form.is_valid():
-        entries = {e.pk: e for e in _visible_entries(access, [form.cleaned_data["keep"], form.cleaned_data["merge"]])}
+        entries = {
+            e.pk: e
+            for e in _visible_entries(
+                access, [form.cleaned_data["keep"], form.cleaned_data["merge"]]
+            )
+        }
         try:
             lore_merge(
                 keep=entries[form.cleaned_data["keep"]],

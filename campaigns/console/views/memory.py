@@ -79,7 +79,9 @@ def _context(request, access, viewer, as_role, *, error=""):
     ctx["restore_error"] = error
     ctx["jobs"] = None
     if access.can_edit and not as_role:
-        ctx["jobs"] = list(Job.objects.filter(experiment=access.experiment).order_by("-created_at")[:JOB_HISTORY])
+        ctx["jobs"] = list(
+            Job.objects.filter(experiment=access.experiment).order_by("-created_at")[:JOB_HISTORY]
+        )
     a, b = request.GET.get("a"), request.GET.get("b")
     if a and b:
         left, right = _summary(access, viewer, a), _summary(access, viewer, b)

@@ -58,7 +58,9 @@ def _context(access, viewer, as_role, *, form=None):
     writer = console_access.can_write_notes(access) and not as_role
     ctx["notes"] = _notes(access.experiment, viewer)
     ctx["can_write"] = writer
-    ctx["form"] = form or (NoteForm(initial={"round": access.experiment.current_round}) if writer else None)
+    ctx["form"] = form or (
+        NoteForm(initial={"round": access.experiment.current_round}) if writer else None
+    )
     return ctx
 
 
@@ -102,7 +104,9 @@ def _note_context(access, note, *, editing=False, form=None):
     ctx["note"] = note
     ctx["can_write"] = True
     ctx["editing"] = editing
-    ctx["edit_form"] = form or NoteEditForm(initial={"content": note.content}, auto_id=f"n{note.pk}-%s")
+    ctx["edit_form"] = form or NoteEditForm(
+        initial={"content": note.content}, auto_id=f"n{note.pk}-%s"
+    )
     return ctx
 
 
@@ -113,7 +117,9 @@ def note(request, pk, tid):
     access = _writer(request, pk)
     current = _note(access, access.viewer, tid)
     if request.method == "GET":
-        return page(request, "campaigns/console/note.html", _note_context(access, current), partial="note")
+        return page(
+            request, "campaigns/console/note.html", _note_context(access, current), partial="note"
+        )
     form = NoteEditForm(request.POST, auto_id=f"n{current.pk}-%s")
     if form.is_valid():
         try:
@@ -126,7 +132,9 @@ def note(request, pk, tid):
     if not request.htmx:
         return redirect("console:notes", pk=access.experiment.pk)
     fresh = _note(access, access.viewer, current.pk)
-    return page(request, "campaigns/console/note.html", _note_context(access, fresh), partial="note")
+    return page(
+        request, "campaigns/console/note.html", _note_context(access, fresh), partial="note"
+    )
 
 
 @login_required

@@ -137,8 +137,10 @@ def whisper_post(request, pk):
         thread = request.POST.get("thread", "")
         bound = (thread, form) if thread else None
         ctx = _context(access, viewer, "", new_form=None if thread else form, bound=bound)
-        if bound is not None and ctx["new_form"] is not None and not any(
-            t.form is form for t in ctx["threads"]
+        if (
+            bound is not None
+            and ctx["new_form"] is not None
+            and not any(t.form is form for t in ctx["threads"])
         ):
             ctx["new_form"] = form
         return page(request, TEMPLATE, ctx, partial="threads", status=INVALID)

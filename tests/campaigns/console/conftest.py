@@ -44,7 +44,7 @@ def personas(owner, staff_user, player, stranger):
 
 
 @pytest.fixture
-def exp(secrets_campaign):
+def exp(secrets_campaign):  # noqa: F811
     return secrets_campaign.experiment
 
 

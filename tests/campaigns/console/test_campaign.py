@@ -45,7 +45,10 @@ def test_filters_by_round_kind_and_speaker(as_user, owner, exp):
     body = client.get(url(exp) + "?round=5", **HX).content.decode()
     assert "ROUND-FIVE-ONLY" in body and ALLOWED["public"] not in body
     body = client.get(url(exp) + "?kind=monologue").content.decode()
-    assert FORBIDDEN["cassia_monologue"] in body and ALLOWED["public"] not in body.split('id="timeline"')[1]
+    assert (
+        FORBIDDEN["cassia_monologue"] in body
+        and ALLOWED["public"] not in body.split('id="timeline"')[1]
+    )
     body = client.get(url(exp) + "?speaker=Cassia", **HX).content.decode()
     assert FORBIDDEN["cassia_whisper"] in body and ALLOWED["thorin_whisper"] not in body
 
@@ -150,10 +153,15 @@ def test_a_round_without_a_model_player_is_refused_with_its_reason(as_user, owne
 
 
 @pytest.mark.parametrize("persona,status", [("player", 403), ("stranger", 404), ("anonymous", 302)])
-def test_only_editors_run_commands_or_read_jobs(as_user, personas, exp, secrets_campaign, persona, status):
+def test_only_editors_run_commands_or_read_jobs(
+    as_user, personas, exp, secrets_campaign, persona, status
+):
     client = as_user(personas[persona])
     events, jobs = ContextEvent.objects.count(), Job.objects.count()
-    assert client.post(url(exp, "console:command_post"), {"command": "checkpoint"}).status_code == status
+    assert (
+        client.post(url(exp, "console:command_post"), {"command": "checkpoint"}).status_code
+        == status
+    )
     assert (ContextEvent.objects.count(), Job.objects.count()) == (events, jobs)
     assert client.get(url(exp, "console:job", secrets_campaign.job.pk)).status_code == status
 

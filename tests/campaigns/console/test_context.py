@@ -13,7 +13,9 @@ def url(exp, role):
 
 @pytest.mark.parametrize("persona", READ)
 def test_own_role_inspector_over_the_permission_matrix(as_user, personas, exp, persona):
-    check_get(as_user(personas[persona]), url(exp, "Thorin"), READ[persona], marker='id="inspector"')
+    check_get(
+        as_user(personas[persona]), url(exp, "Thorin"), READ[persona], marker='id="inspector"'
+    )
 
 
 def test_another_roles_inspector_is_404_for_a_player(as_user, player, exp):
@@ -45,5 +47,7 @@ def test_compare_two_roles_lists_what_only_one_holds(as_user, owner, exp):
 
 
 def test_the_input_box_rebuilds_the_pack_for_that_input(as_user, owner, exp):
-    body = as_user(owner).get(url(exp, "Thorin") + "?input=Where+is+the+ledger", **HX).content.decode()
+    body = (
+        as_user(owner).get(url(exp, "Thorin") + "?input=Where+is+the+ledger", **HX).content.decode()
+    )
     assert "Where is the ledger" in body

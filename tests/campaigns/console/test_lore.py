@@ -22,7 +22,10 @@ def proposed(exp, term, **extra):
 @pytest.mark.parametrize("persona", READ)
 def test_the_world_bible_over_the_permission_matrix(as_user, personas, exp, persona):
     check_get(
-        as_user(personas[persona]), url(exp) + "?tab=confirmed", READ[persona], marker="lore-entries"
+        as_user(personas[persona]),
+        url(exp) + "?tab=confirmed",
+        READ[persona],
+        marker="lore-entries",
     )
 
 
@@ -44,7 +47,9 @@ def test_a_player_reads_only_lore_of_their_audience(as_user, player, exp):
     assert "Save definition" not in body
 
 
-def test_correct_then_lock_writes_revisions_and_answers_the_entry(as_user, owner, exp, secrets_campaign):
+def test_correct_then_lock_writes_revisions_and_answers_the_entry(
+    as_user, owner, exp, secrets_campaign
+):
     entry = secrets_campaign.lore["public_lore"]
     client = as_user(owner)
     response = client.post(
@@ -62,14 +67,18 @@ def test_correct_then_lock_writes_revisions_and_answers_the_entry(as_user, owner
     assert "locked" in history
 
 
-def test_invalidate_needs_a_round_and_stores_nothing_without_one(as_user, owner, exp, secrets_campaign):
+def test_invalidate_needs_a_round_and_stores_nothing_without_one(
+    as_user, owner, exp, secrets_campaign
+):
     entry = secrets_campaign.lore["public_lore"]
     client = as_user(owner)
     bad = client.post(url(exp, "console:lore_entry", entry.pk), {"action": "invalidate"}, **HX)
     assert bad.status_code == 422 and "Give the round" in bad.content.decode()
     entry.refresh_from_db()
     assert entry.invalid_from_round is None
-    client.post(url(exp, "console:lore_entry", entry.pk), {"action": "invalidate", "invalid_from_round": 3})
+    client.post(
+        url(exp, "console:lore_entry", entry.pk), {"action": "invalidate", "invalid_from_round": 3}
+    )
     entry.refresh_from_db()
     assert entry.invalid_from_round == 3
     body = client.get(url(exp) + "?tab=invalidated", **HX).content.decode()
@@ -89,9 +98,13 @@ def test_create_an_entry_and_a_duplicate_is_refused_naming_term(as_user, owner, 
 def test_bulk_confirm_and_an_empty_selection(as_user, owner, exp):
     a, b = proposed(exp, "Alpha"), proposed(exp, "Beta")
     client = as_user(owner)
-    response = client.post(url(exp, "console:lore_bulk"), {"action": "confirm", "ids": [a.pk, b.pk]}, **HX)
+    response = client.post(
+        url(exp, "console:lore_bulk"), {"action": "confirm", "ids": [a.pk, b.pk]}, **HX
+    )
     assert response.status_code == 200
-    assert set(LoreEntry.objects.filter(pk__in=[a.pk, b.pk]).values_list("status", flat=True)) == {"confirmed"}
+    assert set(LoreEntry.objects.filter(pk__in=[a.pk, b.pk]).values_list("status", flat=True)) == {
+        "confirmed"
+    }
     empty = client.post(url(exp, "console:lore_bulk"), {"action": "reject"}, **HX)
     assert empty.status_code == 422 and "This field is required" in empty.content.decode()
 
@@ -100,7 +113,9 @@ def test_bulk_cannot_touch_entries_outside_the_campaign(as_user, owner, exp):
     from tests.factories import make_experiment
 
     foreign = proposed(make_experiment(), "Foreign")
-    response = as_user(owner).post(url(exp, "console:lore_bulk"), {"action": "reject", "ids": [foreign.pk]})
+    response = as_user(owner).post(
+        url(exp, "console:lore_bulk"), {"action": "reject", "ids": [foreign.pk]}
+    )
     assert response.status_code == 422
     foreign.refresh_from_db()
     assert foreign.status == "proposed"
@@ -109,7 +124,9 @@ def test_bulk_cannot_touch_entries_outside_the_campaign(as_user, owner, exp):
 def test_merge_two_near_duplicates(as_user, owner, exp):
     keep = proposed(exp, "Geometer", mention_count=2, last_seen_round=3)
     dup = proposed(exp, "Geometers", mention_count=5, last_seen_round=6)
-    response = as_user(owner).post(url(exp, "console:lore_merge"), {"keep": keep.pk, "merge": dup.pk}, **HX)
+    response = as_user(owner).post(
+        url(exp, "console:lore_merge"), {"keep": keep.pk, "merge": dup.pk}, **HX
+    )
     assert response.status_code == 200
     keep.refresh_from_db(), dup.refresh_from_db()
     assert (keep.mention_count, keep.last_seen_round, dup.status) == (7, 6, "rejected")
@@ -118,20 +135,37 @@ def test_merge_two_near_duplicates(as_user, owner, exp):
 
 def test_merge_of_one_entry_with_itself_is_refused(as_user, owner, exp):
     keep = proposed(exp, "Geometer")
-    response = as_user(owner).post(url(exp, "console:lore_merge"), {"keep": keep.pk, "merge": keep.pk}, **HX)
+    response = as_user(owner).post(
+        url(exp, "console:lore_merge"), {"keep": keep.pk, "merge": keep.pk}, **HX
+    )
     assert response.status_code == 422 and "two different" in response.content.decode()
     assert not LoreRevision.objects.filter(entry=keep).exists()
 
 
 @pytest.mark.parametrize("persona,status", [("player", 403), ("stranger", 404), ("anonymous", 302)])
-def test_only_editors_change_the_world_bible(as_user, personas, exp, secrets_campaign, persona, status):
+def test_only_editors_change_the_world_bible(
+    as_user, personas, exp, secrets_campaign, persona, status
+):
     entry = secrets_campaign.lore["public_lore"]
     client = as_user(personas[persona])
     revisions = LoreRevision.objects.count()
-    assert client.post(url(exp, "console:lore_entry", entry.pk), {"action": "reject"}).status_code == status
+    assert (
+        client.post(url(exp, "console:lore_entry", entry.pk), {"action": "reject"}).status_code
+        == status
+    )
     assert client.post(url(exp), {"term": "X", "category": "term"}).status_code == status
-    assert client.post(url(exp, "console:lore_bulk"), {"action": "reject", "ids": [entry.pk]}).status_code == status
-    assert client.post(url(exp, "console:lore_merge"), {"keep": entry.pk, "merge": entry.pk}).status_code == status
+    assert (
+        client.post(
+            url(exp, "console:lore_bulk"), {"action": "reject", "ids": [entry.pk]}
+        ).status_code
+        == status
+    )
+    assert (
+        client.post(
+            url(exp, "console:lore_merge"), {"keep": entry.pk, "merge": entry.pk}
+        ).status_code
+        == status
+    )
     entry.refresh_from_db()
     assert entry.status == "confirmed" and LoreRevision.objects.count() == revisions
     assert not LoreEntry.objects.filter(term="X").exists()

@@ -66,7 +66,10 @@ def test_a_player_cannot_diff_or_restore_another_audience(as_user, player, exp):
 def test_outsiders_restore_nothing(as_user, personas, exp, persona, status):
     thorin = Summary.objects.get(experiment=exp, audience=["Thorin"])
     count = Summary.objects.count()
-    assert as_user(personas[persona]).post(url(exp, "console:memory_restore", thorin.pk)).status_code == status
+    assert (
+        as_user(personas[persona]).post(url(exp, "console:memory_restore", thorin.pk)).status_code
+        == status
+    )
     assert Summary.objects.count() == count
 
 

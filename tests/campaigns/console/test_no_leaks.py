@@ -30,7 +30,9 @@ def player_urls(exp, role):
     for tab in ("proposed", "confirmed", "rejected", "invalidated"):
         urls.append(reverse("console:lore", args=[pk]) + f"?tab={tab}")
     urls += [reverse("console:lore_history", args=[pk, lid]) for lid in lore]
-    urls += [reverse("console:memory", args=[pk]) + f"?a={a}&b={b}" for a in summaries for b in summaries]
+    urls += [
+        reverse("console:memory", args=[pk]) + f"?a={a}&b={b}" for a in summaries for b in summaries
+    ]
     notes = Turn.objects.filter(experiment=exp, kind="gm_note").values_list("pk", flat=True)
     urls += [reverse("console:note", args=[pk, n]) for n in notes]
     return urls
@@ -55,4 +57,10 @@ def test_no_page_or_partial_shows_a_player_another_audiences_text(
             assert FORBIDDEN["cassia_secret"] not in body, url
             seen_allowed |= {name for name, marker in ALLOWED.items() if marker in body}
     # The sweep reached real content: the player's own things are on the pages.
-    assert {"public", "thorin_whisper", "thorin_monologue", "public_lore", "thorin_digest"} <= seen_allowed
+    assert {
+        "public",
+        "thorin_whisper",
+        "thorin_monologue",
+        "public_lore",
+        "thorin_digest",
+    } <= seen_allowed

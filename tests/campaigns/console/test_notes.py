@@ -86,7 +86,9 @@ def test_editing_a_note_rewinds_the_digests_that_folded_it(as_user, owner, exp):
     digest.source_turn_ids = [note.pk]
     digest.save()
     as_user(owner).post(url(exp, "console:note", note.pk), {"content": "Rewritten."})
-    latest = Summary.objects.filter(experiment=exp, audience_key=digest.audience_key).latest("version")
+    latest = Summary.objects.filter(experiment=exp, audience_key=digest.audience_key).latest(
+        "version"
+    )
     assert latest.version == digest.version + 1
     assert FORBIDDEN["dm_digest"] not in latest.text
     assert latest.covered_seq == 0
@@ -95,11 +97,17 @@ def test_editing_a_note_rewinds_the_digests_that_folded_it(as_user, owner, exp):
 def test_deleting_a_note_rejects_lore_sourced_only_from_it(as_user, owner, exp):
     note = gm_note(exp)
     other = make_turn(exp, content="Public mention.")
-    lonely = LoreEntry.objects.create(experiment=exp, term="Trapdoor", key="trapdoor", audience=["DM"], audience_key="|DM|")
+    lonely = LoreEntry.objects.create(
+        experiment=exp, term="Trapdoor", key="trapdoor", audience=["DM"], audience_key="|DM|"
+    )
     lonely.source_turns.add(note)
-    shared = LoreEntry.objects.create(experiment=exp, term="Well", key="well", audience=["DM"], audience_key="|DM|")
+    shared = LoreEntry.objects.create(
+        experiment=exp, term="Well", key="well", audience=["DM"], audience_key="|DM|"
+    )
     shared.source_turns.add(note, other)
-    locked = LoreEntry.objects.create(experiment=exp, term="Key", key="key", audience=["DM"], audience_key="|DM|", locked=True)
+    locked = LoreEntry.objects.create(
+        experiment=exp, term="Key", key="key", audience=["DM"], audience_key="|DM|", locked=True
+    )
     locked.source_turns.add(note)
     as_user(owner).post(url(exp, "console:note_delete", note.pk))
     lonely.refresh_from_db(), shared.refresh_from_db(), locked.refresh_from_db()

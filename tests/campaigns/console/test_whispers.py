@@ -56,7 +56,12 @@ def test_a_player_cannot_whisper_as_someone_else(as_user, player, exp):
 def test_the_owner_replies_into_a_thread_as_the_dm(as_user, owner, exp):
     response = as_user(owner).post(
         url(exp, "console:whisper_post"),
-        {"thread": "Cassia-DM", "recipients": ["Cassia", "DM"], "content": "Noted.", "speaker": "DM"},
+        {
+            "thread": "Cassia-DM",
+            "recipients": ["Cassia", "DM"],
+            "content": "Noted.",
+            "speaker": "DM",
+        },
         **HX,
     )
     assert response.status_code == 200
