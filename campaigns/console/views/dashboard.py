@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Max
+from django.core.cache import cache
+from django.db.models import Count, OuterRef, Subquery
 
 from campaigns import selectors
 from campaigns.api.access import is_editor
 from campaigns.console.views.base import page
-from campaigns.models import Experiment, Job, LoreEntry, Participant
+from campaigns.models import (
+    ContextEvent,
+    Experiment,
+    Job,
+    LoreEntry,
+    Participant,
+    Summary,
+    Turn,
+    TurnRevision,
+    VisibilityChange,
+)
 from campaigns.services.context import pack_for_role
 
 STRAIN_LABELS = {
@@ -19,6 +31,7 @@ STRAIN_LABELS = {
     "strain_2": "strain II",
     "strain_3": "strain III",
 }
+METER_TTL = 300
 ACTIVE = (Job.Status.PENDING, Job.Status.RUNNING)
 
 
@@ -50,19 +63,74 @@ class Row:
     meters: list[Meter]
 
 
-def _meters(experiment: Experiment, participants: list[Participant]) -> list[Meter]:
+def _fingerprints(ids: list[int]) -> dict[int, str]:
+    """Everything a pack is built from, as one string per experiment (one query).
+
+    A new turn, a note edit or delete, a lore change, a new digest, a command, a reveal,
+    a cast or config change all move one of these; the meter cache keys on it.
+    """
+
+    def newest(model, field, **where):
+        return Subquery(
+            model.objects.filter(experiment_id=OuterRef("pk"), **where)
+            .order_by(f"-{field}")
+            .values(field)[:1]
+        )
+
+    rows = (
+        Experiment.objects.filter(pk__in=ids)
+        .annotate(
+            fp_turn=newest(Turn, "seq"),
+            fp_rev=newest(TurnRevision, "id"),
+            fp_lore=newest(LoreEntry, "updated_at"),
+            fp_summary=newest(Summary, "id"),
+            fp_event=newest(ContextEvent, "id"),
+            fp_reveal=newest(VisibilityChange, "id"),
+            fp_cast=newest(Participant, "id"),
+        )
+        .values_list(
+            "pk",
+            "updated_at",
+            "current_round",
+            "fp_turn",
+            "fp_rev",
+            "fp_lore",
+            "fp_summary",
+            "fp_event",
+            "fp_reveal",
+            "fp_cast",
+        )
+    )
+    return {row[0]: "|".join(map(str, row[1:])) for row in rows}
+
+
+def _meters(experiment: Experiment, participants: list[Participant], fingerprint: str):
+    """Each agent's context meter. Building a pack costs tens of milliseconds at 10,000
+    turns, so meters are cached per role under the experiment's fingerprint (and expire
+    after METER_TTL seconds whatever happens)."""
     meters = []
     for participant in participants:
         if participant.kind == Participant.Kind.JUDGE:
             continue
-        pack = pack_for_role(experiment=experiment, role=participant.role)
+        key = (
+            "console:meter:"
+            + hashlib.sha256(
+                f"{experiment.pk}|{participant.role}|{fingerprint}".encode()
+            ).hexdigest()
+        )
+        cached = cache.get(key)
+        if cached is None:
+            pack = pack_for_role(experiment=experiment, role=participant.role)
+            cached = (pack.total_tokens, pack.budget, pack.strain)
+            cache.set(key, cached, METER_TTL)
+        tokens, budget, strain = cached
         meters.append(
             Meter(
                 role=participant.role,
                 kind=participant.kind,
-                tokens=pack.total_tokens,
-                budget=pack.budget,
-                strain=pack.strain,
+                tokens=tokens,
+                budget=budget,
+                strain=strain,
             )
         )
     return meters
@@ -85,6 +153,7 @@ def dashboard_rows(user) -> list[Row]:
         .annotate(n=Count("id"))
         .values_list("experiment_id", "n")
     )
+    fingerprints = _fingerprints(ids)
     participants: dict[int, list[Participant]] = {}
     for participant in Participant.objects.filter(experiment_id__in=ids).order_by("order", "id"):
         participants.setdefault(participant.experiment_id, []).append(participant)
@@ -101,9 +170,13 @@ def dashboard_rows(user) -> list[Row]:
                 continue
             viewer = selectors.viewer_for_participant(mine)
             shown = [mine]
-        last = selectors.turns_visible_to(experiment=experiment, viewer=viewer).aggregate(
-            last=Max("created_at")
-        )["last"]
+        # The newest turn this viewer reads, found backwards along (experiment, seq).
+        last = (
+            selectors.turns_visible_to(experiment=experiment, viewer=viewer)
+            .order_by("-seq")
+            .values_list("created_at", flat=True)
+            .first()
+        )
         rows.append(
             Row(
                 experiment=experiment,
@@ -112,7 +185,7 @@ def dashboard_rows(user) -> list[Row]:
                 last_activity=last,
                 job=jobs.get(experiment.pk),
                 proposed=proposed.get(experiment.pk, 0) if editor else None,
-                meters=_meters(experiment, shown),
+                meters=_meters(experiment, shown, fingerprints.get(experiment.pk, "")),
             )
         )
     return rows

@@ -49,3 +49,21 @@ def test_a_stranger_sees_no_campaign_of_others(as_user, stranger, exp):
 
 def test_staff_see_every_campaign(as_user, staff_user, exp):
     assert exp.name in as_user(staff_user).get("/").content.decode()
+
+
+def test_a_meter_follows_the_log_even_when_cached(as_user, owner, exp):
+    from django.core.cache import cache
+
+    from tests.factories import make_turn
+
+    cache.clear()
+    client = as_user(owner)
+
+    def thorin_meter():
+        body = client.get("/", **HX).content.decode()
+        return body.split(reverse("console:context", args=[exp.pk, "Thorin"]))[1].split("</li>")[0]
+
+    before = thorin_meter()
+    assert thorin_meter() == before  # served from the cache
+    make_turn(exp, content="A long public speech about the tide " * 20)
+    assert thorin_meter() != before
