@@ -59,6 +59,21 @@ class SectionRow:
     share: float  # % of the total budget this section's tokens take
     items: tuple[ItemRow, ...]
 
+    def count(self, state: str) -> int:
+        return sum(1 for item in self.items if item.state == state)
+
+    @property
+    def included(self) -> int:
+        return self.count("included")
+
+    @property
+    def partly(self) -> int:
+        return self.count("partly")
+
+    @property
+    def cut(self) -> int:
+        return self.count("cut")
+
 
 def _item_reason(kind: str, ref: str) -> str:
     """Why an included item is there, from what the engine records about it."""
@@ -100,7 +115,9 @@ def inspect(pack: Pack) -> dict:
             if name != section.name or ref in seen:
                 continue
             for event in trims:
-                state = "cut" if event.action == "dropped" else "partly"
+                # Not in the pack: dropped or summarised away (its gist may live on in the
+                # digest) is cut; a degraded or truncated remnant is partly included.
+                state = "partly" if event.action in ("degraded", "truncated") else "cut"
                 rows.append(
                     ItemRow(
                         ref,

@@ -51,3 +51,38 @@ def test_the_input_box_rebuilds_the_pack_for_that_input(as_user, owner, exp):
         as_user(owner).get(url(exp, "Thorin") + "?input=Where+is+the+ledger", **HX).content.decode()
     )
     assert "Where is the ledger" in body
+
+
+def test_every_item_is_included_partly_included_or_cut_with_its_reason():
+    from campaigns.console.views.context import inspect
+    from context_engine.types import Pack, PackItem, Section, TrimEvent
+
+    recent = Section(
+        "recent",
+        50,
+        15,
+        "text",
+        items=(PackItem("turn", "turn:1", 10), PackItem("turn", "turn:2", 5)),
+        trimmed=True,
+    )
+    pack = Pack(
+        role="Thorin",
+        strategy="layered",
+        budget=100,
+        sections=(recent,),
+        trim_log=(
+            TrimEvent("recent", "turn:2", "truncated", "cut to fit the budget", 3),
+            TrimEvent("recent", "turn:3", "dropped", "budget exhausted", 7),
+            TrimEvent("recent", "turn:4", "summarised", "covered by the digest", 4, "window"),
+        ),
+        total_tokens=15,
+        untrimmed_tokens=29,
+        pressure=0.29,
+        strain="normal",
+    )
+    rows = {row.ref: row for row in inspect(pack)["sections"][0].items}
+    assert rows["turn:1"].state == "included" and rows["turn:1"].tokens == 10
+    assert rows["turn:2"].state == "partly" and "cut to fit" in rows["turn:2"].reason
+    assert rows["turn:3"].state == "cut" and rows["turn:3"].tokens == 7
+    assert rows["turn:4"].state == "cut" and "digest" in rows["turn:4"].reason
+    assert inspect(pack)["sections"][0].share == 15.0
