@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET
 from campaigns.console import access as console_access
 from campaigns.console.forms import InspectorForm
 from campaigns.console.views.base import campaign_context, page
+from campaigns.models import LoreEntry
 from campaigns.services.context import pack_for_role
 from context_engine.render import to_genai, to_openai_messages
 from context_engine.strain import NOTICE
@@ -75,22 +76,39 @@ class SectionRow:
         return self.count("cut")
 
 
-def _item_reason(kind: str, ref: str) -> str:
-    """Why an included item is there, from what the engine records about it."""
-    return {
-        "turn": "in the recent window",
-        "anchor": "hinge anchor",
-        "retrieval": "retrieval match for the input",
-        "lore": "lore: its term is mentioned in context",
-        "lore_name": "lore: named only (budget)",
-        "digest": "memory digest",
-        "strategic": "own strategic summary",
-        "notice": "engine notice",
-    }.get(kind, kind.replace("_", " "))
+REASONS = {
+    ("recent", "turn"): "in the recent window",
+    ("recent", "anchor"): "hinge anchor (kept beyond the window)",
+    ("recent", "stub"): "whisper existence only (its content is not readable)",
+    ("retrieval", "turn"): "full-text match for the input (dormant fact)",
+    ("retrieval", "lore"): "archived lore matching the input",
+    ("retrieval", "state"): "archived state field matching the input",
+    ("frozen", "hook"): "campaign hook (never cut)",
+    ("frozen", "bio"): "public character profile (never cut)",
+    ("frozen", "lore_name"): "lore named only: the frozen budget is full",
+    ("digest", "digest"): "the newest memory digest this role reads",
+}
 
 
-def inspect(pack: Pack) -> dict:
-    """Sections with every item's fate, for the template."""
+def _item_reason(section: str, kind: str, ref: str, terms: dict[str, str], context: str) -> str:
+    """Why an included item is in the pack, from what the engine records about it.
+
+    For lore the keyword that fired is looked up: the entry's term in the window or input.
+    """
+    if kind == "lore" and section == "frozen":
+        term = terms.get(ref, "")
+        if term and term.lower() in context:
+            return f"keyword “{term}” is in the window or input"
+        return "ranked by mentions and recency (not named right now)"
+    return REASONS.get((section, kind), f"{section}: {kind.replace('_', ' ')}")
+
+
+def inspect(pack: Pack, terms: dict[str, str] | None = None) -> dict:
+    """Sections with every item's fate, for the template. ``terms``: lore ref → term."""
+    terms = terms or {}
+    context = " ".join(
+        s.text for s in pack.sections if s.name in ("recent", "input", "retrieval")
+    ).lower()
     events: dict[tuple[str, str], list] = {}
     for event in pack.trim_log:
         events.setdefault((event.section, event.ref), []).append(event)
@@ -104,7 +122,7 @@ def inspect(pack: Pack) -> dict:
             trims = events.get((section.name, item.ref), [])
             partly = [e for e in trims if e.action in ("degraded", "truncated", "summarised")]
             reason = "; ".join(f"{e.action}: {e.reason}" for e in partly) or _item_reason(
-                item.kind, item.ref
+                section.name, item.kind, item.ref, terms, context
             )
             rows.append(
                 ItemRow(
@@ -165,6 +183,22 @@ def compare(a: Pack, b: Pack) -> dict:
     }
 
 
+def _lore_terms(access, packs) -> dict[str, str]:
+    """Terms of the lore entries these packs hold (they are already in the packs' text)."""
+    ids = {
+        int(item.ref.split(":", 1)[1])
+        for pack in packs
+        if pack is not None
+        for section in pack.sections
+        for item in section.items
+        if item.ref.startswith("lore:") and item.ref.split(":", 1)[1].isdigit()
+    }
+    rows = LoreEntry.objects.filter(experiment=access.experiment, pk__in=ids).values_list(
+        "pk", "term"
+    )
+    return {f"lore:{pk}": term for pk, term in rows}
+
+
 @login_required
 @require_GET
 def inspector(request, pk, role):
@@ -179,11 +213,14 @@ def inspector(request, pk, role):
     if other:
         console_access.check_context_role(access, other)
     pack = pack_for_role(experiment=access.experiment, role=role, input_text=input_text)
-    ctx = campaign_context(access, access.viewer, active="console:context")
-    ctx.update(inspect(pack))
-    ctx.update({"role": role, "form": form, "roles": console_access.roles_of(access)})
+    other_pack = None
     if other:
         other_pack = pack_for_role(experiment=access.experiment, role=other, input_text=input_text)
-        ctx["other"] = {"role": other, **inspect(other_pack), **compare(pack, other_pack)}
+    terms = _lore_terms(access, [pack, other_pack])
+    ctx = campaign_context(access, access.viewer, active="console:context")
+    ctx.update(inspect(pack, terms))
+    ctx.update({"role": role, "form": form, "roles": console_access.roles_of(access)})
+    if other_pack is not None:
+        ctx["other"] = {"role": other, **inspect(other_pack, terms), **compare(pack, other_pack)}
     status = 200 if not form.is_bound or form.is_valid() else 422
     return page(request, TEMPLATE, ctx, partial="inspector", status=status)

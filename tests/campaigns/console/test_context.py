@@ -86,3 +86,11 @@ def test_every_item_is_included_partly_included_or_cut_with_its_reason():
     assert rows["turn:3"].state == "cut" and rows["turn:3"].tokens == 7
     assert rows["turn:4"].state == "cut" and "digest" in rows["turn:4"].reason
     assert inspect(pack)["sections"][0].share == 15.0
+
+
+def test_included_lore_names_the_keyword_that_fired(as_user, owner, exp):
+    from tests.factories import make_turn
+
+    make_turn(exp, content=f"We reach {ALLOWED['public_lore']} at dusk.")
+    body = as_user(owner).get(url(exp, "Thorin"), **HX).content.decode()
+    assert f"keyword “{ALLOWED['public_lore']}” is in the window or input" in body
