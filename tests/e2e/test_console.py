@@ -13,7 +13,7 @@ import pytest
 from django.core.management import call_command
 
 from campaigns.management.commands.seed_demo import DEMO_PASSWORD
-from campaigns.models import Experiment, LoreEntry, Turn, TurnRevision
+from campaigns.models import Experiment, LoreEntry, Summary, Turn, TurnRevision
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
@@ -89,12 +89,6 @@ def test_a_dm_runs_the_demo_from_the_browser(page, live_server, demo):
     page.goto(f"{base}/notes/?as=Thorin")
     assert "bell-ringer" not in page.content()
 
-    page.goto(f"{base}/notes/")
-    page.once("dialog", lambda dialog: dialog.accept())
-    page.locator(f"#note-{note.pk} button", has_text="Delete").click()
-    page.locator("p.notice", has_text="deleted").wait_for()
-    assert not Turn.objects.filter(pk=note.pk).exists()
-
     # /checkpoint from the campaign page: the progress bar reaches done.
     page.goto(f"{base}/")
     page.locator("button.cmd-checkpoint").click()
@@ -102,6 +96,19 @@ def test_a_dm_runs_the_demo_from_the_browser(page, live_server, demo):
     assert page.locator("#job-progress progress").get_attribute("value") == "100"
     shot(page, "campaign")
     shot(page, "campaign-390", width=390)
+    dm_digests = Summary.objects.filter(experiment=demo, kind="digest", audience=["DM"])
+    folded = dm_digests.latest("version")
+    assert note.pk in folded.source_turn_ids  # the checkpoint folded the note
+
+    # Deleting the note rewinds the DM digest and folds it again without the note.
+    page.goto(f"{base}/notes/")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator(f"#note-{note.pk} button", has_text="Delete").click()
+    page.locator("p.notice", has_text="deleted").wait_for()
+    assert not Turn.objects.filter(pk=note.pk).exists()
+    rebuilt = dm_digests.latest("version")
+    assert rebuilt.version > folded.version
+    assert note.pk not in rebuilt.source_turn_ids and "bell-ringer" not in rebuilt.text
 
     # The inspector: one role, then compared with another.
     page.goto(f"{base}/context/Thorin/")
@@ -115,6 +122,9 @@ def test_a_dm_runs_the_demo_from_the_browser(page, live_server, demo):
 
     page.goto(f"{base}/memory/")
     page.locator("h2", has_text="Memory digests").wait_for()
+    dm_line = page.locator(".digest-line", has_text="Digest for DM")
+    dm_line.locator("button", has_text="Show diff").click()
+    page.locator("#digest-diff pre.diff").wait_for()
     shot(page, "memory")
     page.goto(f"{base}/whispers/")
     shot(page, "whispers")
