@@ -136,3 +136,13 @@ def test_a_note_id_that_is_not_a_note_is_404(as_user, owner, exp):
     assert client.post(url(exp, "console:note_delete", public.pk)).status_code == 404
     assert client.get(url(exp, "console:note", "junk")).status_code == 404
     assert Turn.objects.filter(pk=public.pk).exists()
+
+
+def test_a_deleted_notes_snapshot_is_readable_in_the_admin(as_user, staff_user, owner, exp):
+    note = gm_note(exp)
+    as_user(owner).post(url(exp, "console:note_delete", note.pk))
+    body = as_user(staff_user).get("/admin/campaigns/turnrevision/").content.decode()
+    assert "Deleted" in body
+    revision = TurnRevision.objects.get()
+    detail = as_user(staff_user).get(f"/admin/campaigns/turnrevision/{revision.pk}/change/")
+    assert FORBIDDEN["gm_note"] in detail.content.decode()
