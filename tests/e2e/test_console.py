@@ -20,10 +20,12 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "console"
 
 
-def shot(page, name: str, *, width: int = 1280) -> None:
+def shot(page, name: str) -> None:
+    """The page at 1280 px and at 390 px (a phone), full length."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.set_viewport_size({"width": width, "height": 900})
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    for width, suffix in ((1280, ""), (390, "-390")):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.screenshot(path=str(ARTIFACTS / f"{name}{suffix}.png"), full_page=True)
     page.set_viewport_size({"width": 1280, "height": 900})
 
 
@@ -47,7 +49,6 @@ def test_a_dm_runs_the_demo_from_the_browser(page, live_server, demo):
     assert page.locator("h1").inner_text() == "Campaigns"
     assert page.locator("table.dashboard meter").count() >= 4
     shot(page, "dashboard")
-    shot(page, "dashboard-390", width=390)
 
     # The World Bible: correct a definition, then lock it.
     page.goto(f"{base}/lore/?tab=proposed")
@@ -95,7 +96,6 @@ def test_a_dm_runs_the_demo_from_the_browser(page, live_server, demo):
     page.locator("#job-progress .job-status", has_text="Succeeded").wait_for()
     assert page.locator("#job-progress progress").get_attribute("value") == "100"
     shot(page, "campaign")
-    shot(page, "campaign-390", width=390)
     dm_digests = Summary.objects.filter(experiment=demo, kind="digest", audience=["DM"])
     folded = dm_digests.latest("version")
     assert note.pk in folded.source_turn_ids  # the checkpoint folded the note
