@@ -80,7 +80,8 @@ def _composer(access, viewer, data=None):
     if speaker is None:
         return None
     roles = console_access.roles_of(access)
-    return TurnForm(data, speaker=speaker, roles=roles, is_player=is_player)
+    initial = {"round": access.experiment.current_round}
+    return TurnForm(data, speaker=speaker, roles=roles, is_player=is_player, initial=initial)
 
 
 def _context(request, access, viewer, as_role, *, form=None, params=None):
