@@ -100,4 +100,15 @@ def roles_of(access: Access) -> list[str]:
     )
 
 
+def dm_recipients(access: Access) -> list[str]:
+    """Whom a player's whisper goes to by default (SPEC §4: the UI adds the DM)."""
+    if access.can_edit:
+        return []
+    return list(
+        access.experiment.participants.filter(kind=Participant.Kind.DM)
+        .exclude(role=access.viewer.role or "")
+        .values_list("role", flat=True)
+    )
+
+
 __all__ = ["Access", "selectors"]

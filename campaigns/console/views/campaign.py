@@ -80,7 +80,10 @@ def _composer(access, viewer, data=None):
     if speaker is None:
         return None
     roles = console_access.roles_of(access)
-    initial = {"round": access.experiment.current_round}
+    initial = {
+        "round": access.experiment.current_round,
+        "recipients": console_access.dm_recipients(access),
+    }
     return TurnForm(data, speaker=speaker, roles=roles, is_player=is_player, initial=initial)
 
 

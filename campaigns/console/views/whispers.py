@@ -94,7 +94,13 @@ def _context(access, viewer, as_role, *, new_form=None, bound=None):
     speakers = _speakers(access, viewer) if can_post else []
     ctx["threads"] = threads
     ctx["new_form"] = new_form or (
-        WhisperForm(roles=console_access.roles_of(access), speakers=speakers) if speakers else None
+        WhisperForm(
+            roles=console_access.roles_of(access),
+            speakers=speakers,
+            initial={"recipients": console_access.dm_recipients(access)},
+        )
+        if speakers
+        else None
     )
     return ctx
 

@@ -90,3 +90,10 @@ def test_outsiders_whisper_nothing(as_user, personas, exp, persona, status):
     )
     assert response.status_code == status
     assert Turn.objects.count() == before
+
+
+def test_a_players_new_whisper_has_the_dm_ticked_by_default(as_user, player, exp):
+    body = as_user(player).get(url(exp)).content.decode()
+    new = body.split('class="panel new-whisper"')[1].split("</form>")[0]
+    assert 'value="DM"' in new and "checked" in new.split('value="DM"')[1].split(">")[0]
+    assert "checked" not in new.split('value="Cassia"')[1].split(">")[0]
