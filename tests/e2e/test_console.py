@@ -13,7 +13,7 @@ import pytest
 from django.core.management import call_command
 
 from campaigns.management.commands.seed_demo import DEMO_PASSWORD
-from campaigns.models import Experiment, LoreEntry, Summary, Turn, TurnRevision
+from campaigns.models import Experiment, Job, LoreEntry, Summary, Turn, TurnRevision
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
@@ -92,7 +92,11 @@ def test_a_dm_runs_the_demo_from_the_browser(page, live_server, demo):
 
     # /checkpoint from the campaign page: the progress bar reaches done.
     page.goto(f"{base}/")
-    page.locator("button.cmd-checkpoint").click()
+    with page.expect_response(lambda response: "/commands/" in response.url):
+        page.locator("button.cmd-checkpoint").click()
+    job = Job.objects.filter(experiment=demo, kind="checkpoint").latest("created_at")
+    # The new job's bar (polling until it ends, when a worker runs it) reaches done.
+    page.locator(f"#job-bar-{job.pk}").wait_for()
     page.locator("#job-progress .job-status", has_text="Succeeded").wait_for()
     assert page.locator("#job-progress progress").get_attribute("value") == "100"
     shot(page, "campaign")
