@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from django.shortcuts import render
+from functools import wraps
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required as django_login_required
+from django.shortcuts import render, resolve_url
+from django.utils.http import urlencode
+from django_htmx.http import HttpResponseClientRedirect
 
 from campaigns.api.access import Access
 
@@ -33,3 +39,20 @@ def campaign_context(access: Access, viewer, *, as_role: str = "", active: str =
         "nav": PAGE_NAV,
         "active": active,
     }
+
+
+def login_required(view):
+    """Django's `login_required`, but an htmx request gets ``HX-Redirect`` to the login page
+    (for the page the browser shows), so an expired session never swaps the login form into
+    a fragment such as a progress bar."""
+    plain = django_login_required(view)
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if request.htmx and not request.user.is_authenticated:
+            target = request.htmx.current_url_abs_path or request.get_full_path()
+            login = resolve_url(settings.LOGIN_URL)
+            return HttpResponseClientRedirect(f"{login}?{urlencode({'next': target})}")
+        return plain(request, *args, **kwargs)
+
+    return wrapper

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
@@ -14,7 +13,7 @@ from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 from campaigns import selectors
 from campaigns.console import access as console_access
 from campaigns.console.forms import CommandForm, TurnForm, attach_errors
-from campaigns.console.views.base import INVALID, campaign_context, page
+from campaigns.console.views.base import INVALID, campaign_context, login_required, page
 from campaigns.models import Job, Turn
 from campaigns.services.memory import run_command
 from campaigns.services.relay import round_start

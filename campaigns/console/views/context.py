@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from django.contrib.auth.decorators import login_required
 from django.views.decorators.http import require_GET
 
 from campaigns.console import access as console_access
 from campaigns.console.forms import InspectorForm
-from campaigns.console.views.base import campaign_context, page
+from campaigns.console.views.base import campaign_context, login_required, page
 from campaigns.models import LoreEntry
 from campaigns.services.context import pack_for_role
 from context_engine.render import to_genai, to_openai_messages

@@ -5,13 +5,12 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.db.models import Count, OuterRef, Subquery
 
 from campaigns import selectors
 from campaigns.api.access import is_editor
-from campaigns.console.views.base import page
+from campaigns.console.views.base import login_required, page
 from campaigns.models import (
     ContextEvent,
     Experiment,

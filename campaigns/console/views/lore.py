@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Prefetch, Q
 from django.shortcuts import redirect
@@ -24,7 +23,7 @@ from campaigns.console.forms import (
     LoreMergeForm,
     attach_errors,
 )
-from campaigns.console.views.base import INVALID, campaign_context, page
+from campaigns.console.views.base import INVALID, campaign_context, login_required, page
 from campaigns.models import LoreEntry, LoreRevision
 from campaigns.services.lore import lore_create, lore_update
 from campaigns.services.lore_editor import lore_bulk_status, lore_merge

@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404
 from django.shortcuts import redirect
@@ -14,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from campaigns import selectors
 from campaigns.api.access import parse_id
 from campaigns.console import access as console_access
-from campaigns.console.views.base import INVALID, campaign_context, page
+from campaigns.console.views.base import INVALID, campaign_context, login_required, page
 from campaigns.models import Job, Summary
 from campaigns.services.memory import summary_restore
 

@@ -6,7 +6,6 @@ form. Notes are read through the visibility selector like every other turn.
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
@@ -16,7 +15,7 @@ from campaigns import selectors
 from campaigns.api.access import parse_id
 from campaigns.console import access as console_access
 from campaigns.console.forms import NoteEditForm, NoteForm, attach_errors
-from campaigns.console.views.base import INVALID, campaign_context, page
+from campaigns.console.views.base import INVALID, campaign_context, login_required, page
 from campaigns.models import Turn, TurnRevision
 from campaigns.services.notes import note_create, note_delete, note_update
 

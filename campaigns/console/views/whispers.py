@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
@@ -12,7 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 from campaigns import selectors
 from campaigns.console import access as console_access
 from campaigns.console.forms import WhisperForm, attach_errors
-from campaigns.console.views.base import INVALID, campaign_context, page
+from campaigns.console.views.base import INVALID, campaign_context, login_required, page
 from campaigns.models import Turn
 from campaigns.services.turns import turn_create
 

@@ -57,4 +57,7 @@ def is_fragment(response) -> bool:
 
 
 def is_login_redirect(response) -> bool:
+    """A plain request is redirected; an htmx one is told to send the browser there."""
+    if response.get("HX-Redirect"):
+        return response.status_code == 200 and "/accounts/login/" in response["HX-Redirect"]
     return response.status_code == 302 and "/accounts/login/" in response["Location"]

@@ -67,3 +67,13 @@ def test_a_meter_follows_the_log_even_when_cached(as_user, owner, exp):
     assert thorin_meter() == before  # served from the cache
     make_turn(exp, content="A long public speech about the tide " * 20)
     assert thorin_meter() != before
+
+
+def test_an_expired_session_sends_htmx_to_the_login_page_for_the_shown_page(as_user, exp):
+    job_url = reverse("console:campaign", args=[exp.pk])
+    response = as_user(None).get(
+        reverse("console:dashboard"), HTTP_HX_CURRENT_URL=f"http://testserver{job_url}", **HX
+    )
+    assert response.status_code == 200
+    assert response["HX-Redirect"] == f"/accounts/login/?next=%2Fcampaigns%2F{exp.pk}%2F"
+    assert response.content == b""
