@@ -6,7 +6,6 @@ urlpatterns = [
     path("api/", include("babel_site.api_router")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("campaigns.console.urls")),
-    path("", include("campaigns.urls")),
 ]
 
 handler400 = "babel_site.errors.bad_request"

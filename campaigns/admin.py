@@ -18,6 +18,7 @@ from campaigns.models import (
     Participant,
     Summary,
     Turn,
+    TurnRevision,
     VisibilityChange,
     WorldState,
 )
@@ -202,3 +203,18 @@ class ContextEventAdmin(admin.ModelAdmin):
 
 admin.site.register(WorldState)
 admin.site.register(VisibilityChange)
+
+
+@admin.register(TurnRevision)
+class TurnRevisionAdmin(admin.ModelAdmin):
+    """GM notes' earlier text and deleted notes' snapshots (written by the console)."""
+
+    list_display = ("experiment", "seq", "action", "speaker", "user", "created_at")
+    list_filter = ("action",)
+    readonly_fields = [f.name for f in TurnRevision._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

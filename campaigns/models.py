@@ -505,3 +505,44 @@ class ArenaRun(models.Model):
 
     def __str__(self) -> str:
         return f"arena run {self.pk} of experiment {self.experiment_id}"
+
+
+class TurnRevision(models.Model):
+    """A GM note's earlier text, kept when the DM edits or deletes it in the console.
+
+    A delete removes the turn from every reader (and from what was derived from it) but
+    keeps its whole snapshot here for the admin: nothing the DM wrote is ever lost.
+    """
+
+    class Action(models.TextChoices):
+        EDIT = "edit", "Edited"
+        DELETE = "delete", "Deleted"
+
+    experiment = models.ForeignKey(
+        Experiment, on_delete=models.CASCADE, related_name="turn_revisions"
+    )
+    turn = models.ForeignKey(
+        Turn, null=True, blank=True, on_delete=models.SET_NULL, related_name="revisions"
+    )
+    action = models.CharField(max_length=8, choices=Action.choices)
+    seq = models.PositiveIntegerField()
+    round = models.PositiveIntegerField()
+    speaker = models.CharField(max_length=64)
+    kind = models.CharField(max_length=16)
+    visibility = models.JSONField(null=True, blank=True)
+    old_content = models.TextField()
+    new_content = models.TextField(blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["experiment_id", "id"]
+        indexes = [
+            # The notes page: "revisions of these turns" (edit history under each note).
+            models.Index(fields=["turn", "id"], name="turnrev_by_turn"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} of #{self.seq} ({self.kind})"

@@ -1,10 +1,32 @@
+"""The console's URLs (SPEC §7, issue 8): `/` and `/campaigns/<id>/…`."""
+
 from django.urls import path
 
 from campaigns.console import arena
+from campaigns.console.views import campaign, context, dashboard, lore, memory, notes, whispers
 
 app_name = "console"
 
 urlpatterns = [
+    path("", dashboard.dashboard, name="dashboard"),
+    path("campaigns/<str:pk>/", campaign.campaign, name="campaign"),
+    path("campaigns/<str:pk>/turns/", campaign.turn_post, name="turn_post"),
+    path("campaigns/<str:pk>/commands/", campaign.command_post, name="command_post"),
+    path("campaigns/<str:pk>/jobs/<str:job_id>/", campaign.job_progress, name="job"),
+    path("campaigns/<str:pk>/whispers/", whispers.whispers, name="whispers"),
+    path("campaigns/<str:pk>/whispers/post/", whispers.whisper_post, name="whisper_post"),
+    path("campaigns/<str:pk>/notes/", notes.notes, name="notes"),
+    path("campaigns/<str:pk>/notes/<str:tid>/", notes.note, name="note"),
+    path("campaigns/<str:pk>/notes/<str:tid>/edit/", notes.note_edit, name="note_edit"),
+    path("campaigns/<str:pk>/notes/<str:tid>/delete/", notes.note_remove, name="note_delete"),
+    path("campaigns/<str:pk>/lore/", lore.lore, name="lore"),
+    path("campaigns/<str:pk>/lore/merge/", lore.merge, name="lore_merge"),
+    path("campaigns/<str:pk>/lore/bulk/", lore.bulk, name="lore_bulk"),
+    path("campaigns/<str:pk>/lore/<str:lid>/", lore.entry_action, name="lore_entry"),
+    path("campaigns/<str:pk>/lore/<str:lid>/history/", lore.entry_history, name="lore_history"),
+    path("campaigns/<str:pk>/context/<str:role>/", context.inspector, name="context"),
+    path("campaigns/<str:pk>/memory/", memory.memory, name="memory"),
+    path("campaigns/<str:pk>/memory/<str:sid>/restore/", memory.restore, name="memory_restore"),
     path("campaigns/<int:experiment_id>/arena/", arena.arena_page, name="arena"),
     path("campaigns/<int:experiment_id>/arena/plot.png", arena.arena_plot_png, name="arena-plot"),
 ]

@@ -1,0 +1,198 @@
+"""Console forms: they parse what a browser sends; the services validate and store it.
+
+A service's `ValidationError` is attached to the form (`attach_errors`), so every bad
+input re-renders with its field's message and nothing is half-stored.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from campaigns.models import LoreEntry, Turn
+
+PLAYER_KINDS = [("action", "Action"), ("whisper", "Whisper"), ("monologue", "Monologue")]
+DM_KINDS = [
+    ("narrative", "Narrative"),
+    ("choice", "Choice"),
+    ("gm_note", "GM note"),
+    ("whisper", "Whisper"),
+]
+COMMANDS = [
+    ("round", "Run a round"),
+    ("checkpoint", "/checkpoint"),
+    ("compress", "/compress"),
+    ("clear", "/clear"),
+]
+
+
+def attach_errors(form: forms.Form, exc: ValidationError) -> None:
+    """A service's errors onto the form: known fields by name, the rest as form errors."""
+    if hasattr(exc, "error_dict"):
+        for field, errors in exc.message_dict.items():
+            form.add_error(field if field in form.fields else None, errors)
+    else:
+        form.add_error(None, exc.messages)
+
+
+def _role_choices(roles):
+    return [(role, role) for role in roles]
+
+
+class TurnForm(forms.Form):
+    """The composer: the DM narrates, offers choices, notes, whispers; a player acts."""
+
+    kind = forms.ChoiceField(label="Kind")
+    content = forms.CharField(label="Text", widget=forms.Textarea(attrs={"rows": 3}))
+    recipients = forms.MultipleChoiceField(
+        label="Whisper to", required=False, widget=forms.CheckboxSelectMultiple
+    )
+    round = forms.IntegerField(label="Round", min_value=0, required=False)
+    hinge = forms.BooleanField(label="Hinge", required=False)
+
+    def __init__(self, *args, speaker: str, roles: list[str], is_player: bool, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.speaker = speaker
+        self.fields["kind"].choices = PLAYER_KINDS if is_player else DM_KINDS
+        self.fields["recipients"].choices = _role_choices(r for r in roles if r != speaker)
+        if is_player:
+            del self.fields["round"]
+            del self.fields["hinge"]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("kind") == "whisper" and not data.get("recipients"):
+            self.add_error("recipients", "Choose at least one recipient for a whisper.")
+        return data
+
+    def visibility(self) -> list[str] | None:
+        kind = self.cleaned_data["kind"]
+        if kind == "whisper":
+            return sorted({self.speaker, *self.cleaned_data["recipients"]})
+        if kind == "monologue":
+            return [self.speaker]
+        return None
+
+
+class WhisperForm(forms.Form):
+    """A whisper into a thread (its audience as recipients) or a new one."""
+
+    recipients = forms.MultipleChoiceField(label="To", widget=forms.CheckboxSelectMultiple)
+    content = forms.CharField(label="Whisper", widget=forms.Textarea(attrs={"rows": 2}))
+    speaker = forms.ChoiceField(label="Speak as", required=False)
+
+    def __init__(self, *args, roles: list[str], speakers: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["recipients"].choices = _role_choices(roles)
+        self.fields["speaker"].choices = _role_choices(speakers)
+        self.speakers = speakers
+
+    def clean_speaker(self):
+        return self.cleaned_data.get("speaker") or self.speakers[0]
+
+    def clean(self):
+        data = super().clean()
+        speaker = data.get("speaker")
+        recipients = set(data.get("recipients") or [])
+        if speaker and recipients and not recipients - {speaker}:
+            self.add_error("recipients", "A whisper needs at least one recipient besides you.")
+        return data
+
+    def visibility(self) -> list[str]:
+        return sorted({self.cleaned_data["speaker"], *self.cleaned_data["recipients"]})
+
+
+class NoteForm(forms.Form):
+    content = forms.CharField(label="GM note", widget=forms.Textarea(attrs={"rows": 3}))
+    round = forms.IntegerField(label="Round", min_value=0, required=False)
+
+
+class NoteEditForm(forms.Form):
+    content = forms.CharField(label="Note text", widget=forms.Textarea(attrs={"rows": 3}))
+
+
+class CommandForm(forms.Form):
+    command = forms.ChoiceField(label="Command", choices=COMMANDS)
+
+
+class LoreCreateForm(forms.Form):
+    term = forms.CharField(label="Term", max_length=200)
+    category = forms.ChoiceField(label="Category", choices=LoreEntry.Category.choices)
+    definition = forms.CharField(
+        label="Definition", widget=forms.Textarea(attrs={"rows": 2}), required=False
+    )
+    audience = forms.MultipleChoiceField(
+        label="Audience (none ticked: everyone)",
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+    )
+
+    def __init__(self, *args, roles: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["audience"].choices = _role_choices(roles)
+
+
+LORE_ACTIONS = [
+    ("correct", "Save definition"),
+    ("confirm", "Confirm"),
+    ("reject", "Reject"),
+    ("lock", "Lock"),
+    ("unlock", "Unlock"),
+    ("invalidate", "Invalidate"),
+    ("revalidate", "Make valid again"),
+]
+
+
+class LoreActionForm(forms.Form):
+    action = forms.ChoiceField(label="Action", choices=LORE_ACTIONS)
+    definition = forms.CharField(
+        label="Definition", widget=forms.Textarea(attrs={"rows": 2}), required=False
+    )
+    invalid_from_round = forms.IntegerField(label="From round", min_value=0, required=False)
+
+    def clean(self):
+        data = super().clean()
+        if data.get("action") == "invalidate" and data.get("invalid_from_round") is None:
+            self.add_error("invalid_from_round", "Give the round from which it is no longer true.")
+        return data
+
+
+class LoreMergeForm(forms.Form):
+    keep = forms.TypedChoiceField(label="Keep", coerce=int)
+    merge = forms.TypedChoiceField(label="Merge into it", coerce=int)
+
+    def __init__(self, *args, entries, **kwargs):
+        super().__init__(*args, **kwargs)
+        choices = [(e.pk, f"{e.term} ({e.get_status_display()}, id {e.pk})") for e in entries]
+        self.fields["keep"].choices = choices
+        self.fields["merge"].choices = choices
+
+    def clean(self):
+        data = super().clean()
+        if data.get("keep") is not None and data.get("keep") == data.get("merge"):
+            self.add_error("merge", "Choose two different entries.")
+        return data
+
+
+class LoreBulkForm(forms.Form):
+    action = forms.ChoiceField(
+        label="With the selected", choices=[("confirm", "Confirm"), ("reject", "Reject")]
+    )
+    ids = forms.TypedMultipleChoiceField(label="Entries", coerce=int)
+
+    def __init__(self, *args, entries, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["ids"].choices = [(e.pk, e.term) for e in entries]
+
+
+class InspectorForm(forms.Form):
+    input = forms.CharField(label="Input", required=False, max_length=20_000)
+    compare = forms.ChoiceField(label="Compare with", required=False)
+
+    def __init__(self, *args, roles: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["compare"].choices = [("", "(no comparison)"), *_role_choices(roles)]
+
+
+def turn_kind_label(kind: str) -> str:
+    return Turn.Kind(kind).label if kind in Turn.Kind.values else kind

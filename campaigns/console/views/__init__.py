@@ -1,0 +1,1 @@
+"""Console views, one module per page."""

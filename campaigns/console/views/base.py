@@ -1,0 +1,58 @@
+"""Rendering helpers shared by the console's views."""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required as django_login_required
+from django.shortcuts import render, resolve_url
+from django.utils.http import urlencode
+from django_htmx.http import HttpResponseClientRedirect
+
+from campaigns.api.access import Access
+
+PAGE_NAV = (
+    ("console:campaign", "Timeline"),
+    ("console:whispers", "Whispers"),
+    ("console:notes", "GM notes"),
+    ("console:lore", "World Bible"),
+    ("console:memory", "Memory"),
+)
+INVALID = 422  # a bad form: re-rendered with its errors (htmx is configured to swap it)
+
+
+def page(request, template: str, context: dict, *, partial: str | None = None, status=200):
+    """The full page, or only ``partial`` (an inline `{% partialdef %}`) for htmx."""
+    name = f"{template}#{partial}" if partial and request.htmx else template
+    return render(request, name, context, status=status)
+
+
+def campaign_context(access: Access, viewer, *, as_role: str = "", active: str = "") -> dict:
+    """What every campaign page's header and tabs need."""
+    return {
+        "access": access,
+        "experiment": access.experiment,
+        "viewer": viewer,
+        "as_role": as_role,
+        "can_edit": access.can_edit,
+        "nav": PAGE_NAV,
+        "active": active,
+    }
+
+
+def login_required(view):
+    """Django's `login_required`, but an htmx request gets ``HX-Redirect`` to the login page
+    (for the page the browser shows), so an expired session never swaps the login form into
+    a fragment such as a progress bar."""
+    plain = django_login_required(view)
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if request.htmx and not request.user.is_authenticated:
+            target = request.htmx.current_url_abs_path or request.get_full_path()
+            login = resolve_url(settings.LOGIN_URL)
+            return HttpResponseClientRedirect(f"{login}?{urlencode({'next': target})}")
+        return plain(request, *args, **kwargs)
+
+    return wrapper

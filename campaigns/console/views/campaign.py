@@ -1,0 +1,198 @@
+"""`/campaigns/<id>/` — the turn timeline, view-as, the composer, and the job buttons."""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseStopPolling, trigger_client_event
+
+from campaigns import selectors
+from campaigns.console import access as console_access
+from campaigns.console.forms import CommandForm, TurnForm, attach_errors
+from campaigns.console.views.base import INVALID, campaign_context, login_required, page
+from campaigns.models import Job, Turn
+from campaigns.services.memory import run_command
+from campaigns.services.relay import round_start
+from campaigns.services.turns import turn_create
+
+PAGE_SIZE = 50
+TEMPLATE = "campaigns/console/campaign.html"
+JOB_DONE = "job-done"
+TURNS_CHANGED = "turns-changed"
+
+
+def _int(value: str | None) -> int | None:
+    if value is None or not value.strip().isdigit() or len(value.strip()) > 9:
+        return None
+    return int(value)
+
+
+def timeline(*, experiment, viewer, params) -> dict:
+    """The newest PAGE_SIZE turns the viewer reads (filtered), shown oldest first.
+
+    ``before`` pages back by seq: one query for the page, one probe for "is there more".
+    """
+    turns = selectors.turns_visible_to(experiment=experiment, viewer=viewer)
+    filters = {}
+    round_ = _int(params.get("round"))
+    if round_ is not None:
+        turns = turns.filter(round=round_)
+        filters["round"] = round_
+    kind = params.get("kind", "")
+    if kind in Turn.Kind.values:
+        turns = turns.filter(kind=kind)
+        filters["kind"] = kind
+    speaker = params.get("speaker", "")[:64]
+    if speaker:
+        turns = turns.filter(speaker=speaker)
+        filters["speaker"] = speaker
+    before = _int(params.get("before"))
+    page_turns = turns.filter(seq__lt=before) if before else turns
+    rows = list(page_turns.order_by("-seq")[: PAGE_SIZE + 1])
+    more = len(rows) > PAGE_SIZE
+    rows = rows[:PAGE_SIZE]
+    rows.reverse()
+    return {
+        "turns": rows,
+        "more": more,
+        "earliest_seq": rows[0].seq if rows else None,
+        "filters": filters,
+        "kinds": Turn.Kind.choices,
+    }
+
+
+def _composer(access, viewer, data=None):
+    """The composer for whoever is reading: None when they may not post (a judge, or an
+    owner viewing as someone)."""
+    if access.can_edit:
+        speaker = console_access.acting_role(access)
+        is_player = False
+    elif viewer.omniscient and not viewer.is_dm:
+        return None
+    else:
+        speaker = viewer.role
+        is_player = not viewer.is_dm
+    if speaker is None:
+        return None
+    roles = console_access.roles_of(access)
+    initial = {
+        "round": access.experiment.current_round,
+        "recipients": console_access.dm_recipients(access),
+    }
+    return TurnForm(data, speaker=speaker, roles=roles, is_player=is_player, initial=initial)
+
+
+def _context(request, access, viewer, as_role, *, form=None, params=None):
+    ctx = campaign_context(access, viewer, as_role=as_role, active="console:campaign")
+    ctx.update(timeline(experiment=access.experiment, viewer=viewer, params=params or request.GET))
+    ctx["form"] = form if form is not None else _composer(access, viewer)
+    ctx["command_form"] = CommandForm() if access.can_edit else None
+    ctx["speakers"] = console_access.roles_of(access)
+    ctx["job"] = (
+        Job.objects.filter(experiment=access.experiment).order_by("-created_at").first()
+        if access.can_edit
+        else None
+    )
+    query = dict(ctx["filters"])
+    if as_role:
+        query["as"] = as_role
+    ctx["self_url"] = reverse("console:campaign", args=[access.experiment.pk])
+    ctx["query"] = urlencode(query)
+    return ctx
+
+
+@login_required
+@require_GET
+def campaign(request, pk):
+    access = console_access.experiment_for(request, pk)
+    viewer, as_role = console_access.viewer_for(request, access)
+    ctx = _context(request, access, viewer, as_role)
+    partial = "earlier" if request.GET.get("before") else "timeline"
+    return page(request, TEMPLATE, ctx, partial=partial)
+
+
+@login_required
+@require_POST
+def turn_post(request, pk):
+    """The composer's post: authorised like the API (`check_turn_post`), stored by the
+    turn service; a bad field re-renders the composer with its error."""
+    access = console_access.experiment_for(request, pk)
+    viewer = access.viewer
+    form = _composer(access, viewer, request.POST)
+    if form is None:
+        raise PermissionDenied("You read this campaign; you do not post in it.")
+    if form.is_valid():
+        data = {
+            "speaker": form.speaker,
+            "kind": form.cleaned_data["kind"],
+            "visibility": form.visibility(),
+        }
+        try:
+            console_access.check_turn_post(access, data)
+            round_ = form.cleaned_data.get("round")
+            turn_create(
+                experiment=access.experiment,
+                round=access.experiment.current_round if round_ is None else round_,
+                content=form.cleaned_data["content"],
+                hinge=bool(form.cleaned_data.get("hinge")),
+                **data,
+            )
+        except ValidationError as exc:
+            attach_errors(form, exc)
+    if form.errors:
+        ctx = _context(request, access, viewer, "", form=form)
+        return page(request, TEMPLATE, ctx, partial="composer", status=INVALID)
+    if not request.htmx:
+        return redirect("console:campaign", pk=access.experiment.pk)
+    ctx = _context(request, access, viewer, "")
+    response = page(request, TEMPLATE, ctx, partial="composer")
+    return trigger_client_event(response, TURNS_CHANGED)
+
+
+@login_required
+@require_POST
+def command_post(request, pk):
+    """Run a round, /checkpoint, /compress or /clear: answers the job's progress bar."""
+    access = console_access.experiment_for(request, pk, write=True)
+    form = CommandForm(request.POST)
+    job = None
+    if form.is_valid():
+        command = form.cleaned_data["command"]
+        try:
+            if command == "round":
+                job = round_start(experiment=access.experiment, user=request.user)
+            else:
+                job = run_command(experiment=access.experiment, command=command, user=request.user)
+        except ValidationError as exc:
+            attach_errors(form, exc)
+    if job is None:
+        ctx = {"experiment": access.experiment, "command_form": form, "job": None}
+        return page(request, "campaigns/console/_job_progress.html", ctx, status=INVALID)
+    if not request.htmx:
+        return redirect("console:campaign", pk=access.experiment.pk)
+    return _progress_response(request, access, job)
+
+
+def _progress_response(request, access, job: Job) -> HttpResponse:
+    ctx = {"experiment": access.experiment, "job": job, "command_form": CommandForm()}
+    response = page(request, "campaigns/console/_job_progress.html", ctx)
+    if job.status in (Job.Status.SUCCEEDED, Job.Status.FAILED):
+        if request.method == "GET" and request.htmx:
+            response.status_code = HttpResponseStopPolling.status_code
+        response = trigger_client_event(response, JOB_DONE, {"job": str(job.pk)})
+    return response
+
+
+@login_required
+@require_GET
+def job_progress(request, pk, job_id):
+    """One job's progress bar; 286 (htmx: stop polling) once it has ended."""
+    access = console_access.experiment_for(request, pk, write=True)
+    job, job_access = console_access.get_job_for(request, job_id)
+    if job_access.experiment.pk != access.experiment.pk:
+        raise Http404("No such job in this campaign.")
+    return _progress_response(request, access, job)

@@ -1,0 +1,225 @@
+"""`/campaigns/<id>/context/<role>/` — the context inspector (`/context debug`, visible).
+
+What one agent's pack holds and why: the budget bar by section, every item included,
+partly included or cut with its reason and tokens, strain, and the messages as sent.
+A player opens only their own role's inspector (another role's is a 404).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from django.views.decorators.http import require_GET
+
+from campaigns.console import access as console_access
+from campaigns.console.forms import InspectorForm
+from campaigns.console.views.base import campaign_context, login_required, page
+from campaigns.models import LoreEntry
+from campaigns.services.context import pack_for_role
+from context_engine.render import to_genai, to_openai_messages
+from context_engine.strain import NOTICE
+from context_engine.types import Pack
+
+TEMPLATE = "campaigns/console/context.html"
+SECTION_COLOURS = {
+    "identity": "#4c6ef5",
+    "rules": "#868e96",
+    "frozen": "#7950f2",
+    "state": "#15aabf",
+    "digest": "#f59f00",
+    "recent": "#40c057",
+    "retrieval": "#e64980",
+    "input": "#fa5252",
+}
+STRAIN_LABELS = {
+    "normal": "Normal",
+    "strain_1": "Strain I",
+    "strain_2": "Strain II",
+    "strain_3": "Strain III",
+}
+
+
+@dataclass(frozen=True)
+class ItemRow:
+    ref: str
+    kind: str
+    tokens: int
+    state: str  # included | partly | cut
+    reason: str
+
+
+@dataclass(frozen=True)
+class SectionRow:
+    name: str
+    budget: int
+    tokens: int
+    trimmed: bool
+    colour: str
+    share: float  # % of the total budget this section's tokens take
+    items: tuple[ItemRow, ...]
+
+    def count(self, state: str) -> int:
+        return sum(1 for item in self.items if item.state == state)
+
+    @property
+    def included(self) -> int:
+        return self.count("included")
+
+    @property
+    def partly(self) -> int:
+        return self.count("partly")
+
+    @property
+    def cut(self) -> int:
+        return self.count("cut")
+
+
+REASONS = {
+    ("recent", "turn"): "in the recent window",
+    ("recent", "anchor"): "hinge anchor (kept beyond the window)",
+    ("recent", "stub"): "whisper existence only (its content is not readable)",
+    ("retrieval", "turn"): "full-text match for the input (dormant fact)",
+    ("retrieval", "lore"): "archived lore matching the input",
+    ("retrieval", "state"): "archived state field matching the input",
+    ("frozen", "hook"): "campaign hook (never cut)",
+    ("frozen", "bio"): "public character profile (never cut)",
+    ("frozen", "lore_name"): "lore named only: the frozen budget is full",
+    ("digest", "digest"): "the newest memory digest this role reads",
+}
+
+
+def _item_reason(section: str, kind: str, ref: str, terms: dict[str, str], context: str) -> str:
+    """Why an included item is in the pack, from what the engine records about it.
+
+    For lore the keyword that fired is looked up: the entry's term in the window or input.
+    """
+    if kind == "lore" and section == "frozen":
+        term = terms.get(ref, "")
+        if term and term.lower() in context:
+            return f"keyword “{term}” is in the window or input"
+        return "ranked by mentions and recency (not named right now)"
+    return REASONS.get((section, kind), f"{section}: {kind.replace('_', ' ')}")
+
+
+def inspect(pack: Pack, terms: dict[str, str] | None = None) -> dict:
+    """Sections with every item's fate, for the template. ``terms``: lore ref → term."""
+    terms = terms or {}
+    context = " ".join(
+        s.text for s in pack.sections if s.name in ("recent", "input", "retrieval")
+    ).lower()
+    events: dict[tuple[str, str], list] = {}
+    for event in pack.trim_log:
+        events.setdefault((event.section, event.ref), []).append(event)
+    total = max(pack.budget, pack.total_tokens, 1)
+    sections = []
+    for section in pack.sections:
+        rows = []
+        seen = set()
+        for item in section.items:
+            seen.add(item.ref)
+            trims = events.get((section.name, item.ref), [])
+            partly = [e for e in trims if e.action in ("degraded", "truncated", "summarised")]
+            reason = "; ".join(f"{e.action}: {e.reason}" for e in partly) or _item_reason(
+                section.name, item.kind, item.ref, terms, context
+            )
+            rows.append(
+                ItemRow(
+                    item.ref, item.kind, item.tokens, "partly" if partly else "included", reason
+                )
+            )
+        for (name, ref), trims in events.items():
+            if name != section.name or ref in seen:
+                continue
+            for event in trims:
+                # Not in the pack: dropped or summarised away (its gist may live on in the
+                # digest) is cut; a degraded or truncated remnant is partly included.
+                state = "partly" if event.action in ("degraded", "truncated") else "cut"
+                rows.append(
+                    ItemRow(
+                        ref,
+                        event.cause,
+                        event.tokens_saved,
+                        state,
+                        f"{event.action}: {event.reason}",
+                    )
+                )
+        sections.append(
+            SectionRow(
+                name=section.name,
+                budget=section.budget,
+                tokens=section.tokens,
+                trimmed=section.trimmed,
+                colour=SECTION_COLOURS.get(section.name, "#adb5bd"),
+                share=round(100 * section.tokens / total, 2),
+                items=tuple(rows),
+            )
+        )
+    system, contents = to_genai(pack)
+    return {
+        "pack": pack,
+        "sections": sections,
+        "free_share": round(max(0.0, 100 * (total - pack.total_tokens) / total), 2),
+        "strain_label": STRAIN_LABELS.get(pack.strain, pack.strain),
+        "notice": NOTICE if pack.strain == "strain_3" else "",
+        "openai": json.dumps(to_openai_messages(pack), ensure_ascii=False, indent=2),
+        "gemini": json.dumps(
+            {"system_instruction": system, "contents": contents}, ensure_ascii=False, indent=2
+        ),
+    }
+
+
+def compare(a: Pack, b: Pack) -> dict:
+    """What each pack holds that the other does not, by item reference."""
+    refs_a = {(s.name, i.ref): i for s in a.sections for i in s.items}
+    refs_b = {(s.name, i.ref): i for s in b.sections for i in s.items}
+    only_a = sorted(k for k in refs_a if k not in refs_b)
+    only_b = sorted(k for k in refs_b if k not in refs_a)
+    return {
+        "only_a": [(s, r, refs_a[(s, r)].tokens) for s, r in only_a],
+        "only_b": [(s, r, refs_b[(s, r)].tokens) for s, r in only_b],
+        "shared": len(set(refs_a) & set(refs_b)),
+    }
+
+
+def _lore_terms(access, packs) -> dict[str, str]:
+    """Terms of the lore entries these packs hold (they are already in the packs' text)."""
+    ids = {
+        int(item.ref.split(":", 1)[1])
+        for pack in packs
+        if pack is not None
+        for section in pack.sections
+        for item in section.items
+        if item.ref.startswith("lore:") and item.ref.split(":", 1)[1].isdigit()
+    }
+    rows = LoreEntry.objects.filter(experiment=access.experiment, pk__in=ids).values_list(
+        "pk", "term"
+    )
+    return {f"lore:{pk}": term for pk, term in rows}
+
+
+@login_required
+@require_GET
+def inspector(request, pk, role):
+    access = console_access.experiment_for(request, pk)
+    console_access.check_context_role(access, role)
+    roles = [r for r in console_access.roles_of(access) if r != role]
+    form = InspectorForm(request.GET or None, roles=roles)
+    input_text, other = "", ""
+    if form.is_bound and form.is_valid():
+        input_text = form.cleaned_data["input"]
+        other = form.cleaned_data["compare"]
+    if other:
+        console_access.check_context_role(access, other)
+    pack = pack_for_role(experiment=access.experiment, role=role, input_text=input_text)
+    other_pack = None
+    if other:
+        other_pack = pack_for_role(experiment=access.experiment, role=other, input_text=input_text)
+    terms = _lore_terms(access, [pack, other_pack])
+    ctx = campaign_context(access, access.viewer, active="console:context")
+    ctx.update(inspect(pack, terms))
+    ctx.update({"role": role, "form": form, "roles": console_access.roles_of(access)})
+    if other_pack is not None:
+        ctx["other"] = {"role": other, **inspect(other_pack, terms), **compare(pack, other_pack)}
+    status = 200 if not form.is_bound or form.is_valid() else 422
+    return page(request, TEMPLATE, ctx, partial="inspector", status=status)

@@ -1,0 +1,274 @@
+"""`/campaigns/<id>/lore/` — the World Bible editor.
+
+Reads go through `lore_visible_to` (and each entry's source turns through
+`turns_visible_to`); writes are the owner's and staff's, through the lore services, so
+each change is a revision.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from django.core.exceptions import ValidationError
+from django.db.models import Prefetch, Q
+from django.shortcuts import redirect
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from campaigns import selectors
+from campaigns.console import access as console_access
+from campaigns.console.forms import (
+    LoreActionForm,
+    LoreBulkForm,
+    LoreCreateForm,
+    LoreMergeForm,
+    attach_errors,
+)
+from campaigns.console.views.base import INVALID, campaign_context, login_required, page
+from campaigns.models import LoreEntry, LoreRevision
+from campaigns.services.lore import lore_create, lore_update
+from campaigns.services.lore_editor import lore_bulk_status, lore_merge
+
+TEMPLATE = "campaigns/console/lore.html"
+TABS = (
+    ("proposed", "Proposed"),
+    ("confirmed", "Confirmed"),
+    ("rejected", "Rejected"),
+    ("invalidated", "Invalidated"),
+)
+SORTS = (("mentions", "Most mentioned"), ("recent", "Last seen round"), ("term", "Term"))
+PAGE_LIMIT = 200
+
+
+def _entries(experiment, viewer, params):
+    tab = params.get("tab", "proposed")
+    if tab not in dict(TABS):
+        tab = "proposed"
+    entries = selectors.lore_visible_to(experiment=experiment, viewer=viewer)
+    if tab == "invalidated":
+        entries = entries.filter(invalid_from_round__isnull=False)
+    else:
+        entries = entries.filter(status=tab, invalid_from_round__isnull=True)
+    q = params.get("q", "").strip()[:200]
+    if q:
+        entries = entries.filter(Q(term__icontains=q) | Q(definition__icontains=q))
+    sort = params.get("sort", "mentions")
+    order = {
+        "mentions": ("-mention_count", "term"),
+        "recent": ("-last_seen_round", "term"),
+        "term": ("term", "id"),
+    }.get(sort, ("-mention_count", "term"))
+    sources = selectors.turns_visible_to(experiment=experiment, viewer=viewer).only(
+        "id", "seq", "round", "experiment_id"
+    )
+    entries = entries.order_by(*order).prefetch_related(
+        Prefetch("source_turns", queryset=sources, to_attr="visible_sources")
+    )
+    return list(entries[:PAGE_LIMIT]), {"tab": tab, "q": q, "sort": sort}
+
+
+def _context(access, viewer, as_role, params, *, create_form=None, merge_form=None, bulk_form=None):
+    ctx = campaign_context(access, viewer, as_role=as_role, active="console:lore")
+    entries, state = _entries(access.experiment, viewer, params)
+    ctx.update(state)
+    ctx["entries"] = entries
+    ctx["tabs"] = TABS
+    ctx["sorts"] = SORTS
+    editor = access.can_edit and not as_role
+    ctx["editor"] = editor
+    if editor:
+        roles = console_access.roles_of(access)
+        all_entries = list(
+            selectors.lore_visible_to(experiment=access.experiment, viewer=viewer)
+            .order_by("term", "id")
+            .only("id", "term", "status")[:1000]
+        )
+        ctx["create_form"] = create_form or LoreCreateForm(roles=roles)
+        ctx["merge_form"] = merge_form or LoreMergeForm(entries=all_entries)
+        ctx["bulk_form"] = bulk_form
+    return ctx
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def lore(request, pk):
+    """GET: the editor (htmx: the entry list). POST: create an entry."""
+    if request.method == "GET":
+        access = console_access.experiment_for(request, pk)
+        viewer, as_role = console_access.viewer_for(request, access)
+        ctx = _context(access, viewer, as_role, request.GET)
+        return page(request, TEMPLATE, ctx, partial="entries")
+    access = console_access.experiment_for(request, pk, write=True)
+    form = LoreCreateForm(request.POST, roles=console_access.roles_of(access))
+    if form.is_valid():
+        try:
+            lore_create(
+                experiment=access.experiment,
+                user=request.user,
+                term=form.cleaned_data["term"],
+                category=form.cleaned_data["category"],
+                definition=form.cleaned_data["definition"],
+                audience=form.cleaned_data["audience"] or None,
+            )
+        except ValidationError as exc:
+            attach_errors(form, exc)
+    params = {"tab": "confirmed"}
+    if form.errors:
+        ctx = _context(access, access.viewer, "", params, create_form=form)
+        return page(request, TEMPLATE, ctx, partial="editor", status=INVALID)
+    if not request.htmx:
+        return redirect(f"{request.path}?tab=confirmed")
+    return page(request, TEMPLATE, _context(access, access.viewer, "", params), partial="editor")
+
+
+def _entry_context(access, entry, *, form=None):
+    ctx = campaign_context(access, access.viewer, active="console:lore")
+    sources = selectors.turns_visible_to(experiment=access.experiment, viewer=access.viewer)
+    entry.visible_sources = list(sources.filter(lore_entries=entry).only("id", "seq", "round"))
+    ctx["entry"] = entry
+    ctx["editor"] = access.can_edit
+    ctx["entry_form"] = form
+    return ctx
+
+
+@login_required
+@require_POST
+def entry_action(request, pk, lid):
+    """Correct, confirm, reject, lock, unlock, invalidate or revalidate one entry."""
+    access = console_access.experiment_for(request, pk, write=True)
+    entry = console_access.get_lore_for(access, access.viewer, lid)
+    form = LoreActionForm(request.POST)
+    if form.is_valid():
+        action = form.cleaned_data["action"]
+        changes = {
+            "correct": {"definition": form.cleaned_data["definition"]},
+            "confirm": {"status": LoreEntry.Status.CONFIRMED},
+            "reject": {"status": LoreEntry.Status.REJECTED},
+            "lock": {"locked": True},
+            "unlock": {"locked": False},
+            "invalidate": {"invalid_from_round": form.cleaned_data["invalid_from_round"]},
+            "revalidate": {"invalid_from_round": None},
+        }[action]
+        try:
+            entry = lore_update(entry=entry, user=request.user, **changes)
+        except ValidationError as exc:
+            attach_errors(form, exc)
+    if form.errors:
+        ctx = _entry_context(access, entry, form=form)
+        return page(
+            request, "campaigns/console/lore_entry.html", ctx, partial="entry", status=INVALID
+        )
+    if not request.htmx:
+        return redirect("console:lore", pk=access.experiment.pk)
+    ctx = _entry_context(access, entry)
+    return page(request, "campaigns/console/lore_entry.html", ctx, partial="entry")
+
+
+def revision_rows(entry) -> list[dict]:
+    """Each revision with a word diff of its definition change (if any)."""
+    rows = []
+    for revision in LoreRevision.objects.filter(entry=entry).order_by("-id"):
+        changes = revision.changes or {}
+        diff = None
+        if "definition" in changes:
+            old, new = changes["definition"]
+            diff = list(_word_diff(old or "", new or ""))
+        other = {k: v for k, v in changes.items() if k != "definition"}
+        rows.append({"revision": revision, "diff": diff, "other": other})
+    return rows
+
+
+def _word_diff(old: str, new: str):
+    """(op, text) pieces: ' ' kept, '-' removed, '+' added."""
+    a, b = old.split(), new.split()
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            yield " ", " ".join(a[i1:i2])
+            continue
+        if i2 > i1:
+            yield "-", " ".join(a[i1:i2])
+        if j2 > j1:
+            yield "+", " ".join(b[j1:j2])
+
+
+@login_required
+@require_GET
+def entry_history(request, pk, lid):
+    access = console_access.experiment_for(request, pk)
+    viewer, as_role = console_access.viewer_for(request, access)
+    entry = console_access.get_lore_for(access, viewer, lid)
+    ctx = campaign_context(access, viewer, as_role=as_role, active="console:lore")
+    ctx["entry"] = entry
+    ctx["revisions"] = revision_rows(entry)
+    return page(request, "campaigns/console/lore_history.html", ctx, partial="history")
+
+
+def _visible_entries(access, ids):
+    return list(
+        selectors.lore_visible_to(experiment=access.experiment, viewer=access.viewer).filter(
+            pk__in=ids
+        )
+    )
+
+
+@login_required
+@require_POST
+def merge(request, pk):
+    access = console_access.experiment_for(request, pk, write=True)
+    choices = list(
+        selectors.lore_visible_to(experiment=access.experiment, viewer=access.viewer).only(
+            "id", "term", "status"
+        )[:1000]
+    )
+    form = LoreMergeForm(request.POST, entries=choices)
+    if form.is_valid():
+        entries = {
+            e.pk: e
+            for e in _visible_entries(
+                access, [form.cleaned_data["keep"], form.cleaned_data["merge"]]
+            )
+        }
+        try:
+            lore_merge(
+                keep=entries[form.cleaned_data["keep"]],
+                merge=entries[form.cleaned_data["merge"]],
+                user=request.user,
+            )
+        except ValidationError as exc:
+            attach_errors(form, exc)
+    params = {"tab": request.POST.get("tab", "proposed")}
+    if form.errors:
+        ctx = _context(access, access.viewer, "", params, merge_form=form)
+        return page(request, TEMPLATE, ctx, partial="editor", status=INVALID)
+    if not request.htmx:
+        return redirect("console:lore", pk=access.experiment.pk)
+    return page(request, TEMPLATE, _context(access, access.viewer, "", params), partial="editor")
+
+
+@login_required
+@require_POST
+def bulk(request, pk):
+    """Confirm or reject every ticked entry at once (all or nothing)."""
+    access = console_access.experiment_for(request, pk, write=True)
+    raw_ids = [i for i in request.POST.getlist("ids") if i.isdigit() and len(i) < 19]
+    candidates = _visible_entries(access, raw_ids)
+    form = LoreBulkForm(request.POST, entries=candidates)
+    if form.is_valid():
+        try:
+            lore_bulk_status(
+                entries=[e for e in candidates if e.pk in set(form.cleaned_data["ids"])],
+                user=request.user,
+                action=form.cleaned_data["action"],
+            )
+        except ValidationError as exc:
+            attach_errors(form, exc)
+    params = {
+        "tab": request.POST.get("tab", "proposed"),
+        "q": request.POST.get("q", ""),
+        "sort": request.POST.get("sort", "mentions"),
+    }
+    if form.errors:
+        ctx = _context(access, access.viewer, "", params, bulk_form=form)
+        return page(request, TEMPLATE, ctx, partial="editor", status=INVALID)
+    if not request.htmx:
+        return redirect(f"{request.path.rsplit('bulk/', 1)[0]}?tab={params['tab']}")
+    return page(request, TEMPLATE, _context(access, access.viewer, "", params), partial="editor")
