@@ -48,7 +48,7 @@ def pack_input_for_role(
     dm_roles = tuple(sorted(p.role for p in participants if p.kind == Participant.Kind.DM))
     dm_roles = dm_roles or ("DM",)
     config = adapters.pack_config(experiment)
-    current_round = experiment.current_round or 0
+    current_round = experiment.newest_round or 0
     events = tuple(
         adapters.event_view(event)
         for event in reversed(
@@ -107,13 +107,13 @@ def pack_input_for_role(
 
 
 def _experiment_with_state(experiment_id: int) -> Experiment:
-    """The experiment, its world state and its current round, in one query."""
+    """The experiment, its world state and its newest stored round, in one query."""
     newest_round = (
         Turn.objects.filter(experiment_id=OuterRef("pk")).order_by("-round").values("round")[:1]
     )
     return (
         Experiment.objects.select_related("world_state")
-        .annotate(current_round=Subquery(newest_round))
+        .annotate(newest_round=Subquery(newest_round))
         .get(pk=experiment_id)
     )
 
