@@ -6,8 +6,8 @@ role, the input, and a stamp read in one indexed query before every lookup:
 summaries, participants, the world state, context events, visibility changes or the
 experiment's own hook/rules/config/clock — kept by database triggers, see migration
 0009, so the admin, `QuerySet.update()` and bulk inserts are covered too), and, spelled
-out, the campaign clock (`current_round`), the newest turn seq, the config, the newest
-digest id and the newest lore edit. Nothing is ever invalidated by hand: a write changes
+out, the campaign clock (`current_round`), the newest turn seq, the config and the
+newest digest id. Nothing is ever invalidated by hand: a write changes
 the stamp and the old entry is simply never asked for again (LRU-evicted).
 
 Per process, so every worker (gunicorn, Celery) and every caller of `pack_for_role` —
@@ -22,9 +22,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
-from django.db.models import Max, OuterRef, Subquery
+from django.db.models import OuterRef, Subquery
 
-from campaigns.models import Experiment, LoreEntry, Summary, Turn
+from campaigns.models import Experiment, Summary, Turn
 from campaigns.precompiled import compile_once
 from context_engine.types import Pack
 
@@ -36,12 +36,9 @@ stats = {"hits": 0, "misses": 0}
 
 
 def _newest(model, field: str):
+    """Newest ``field`` of the experiment's rows: one index seek (not an aggregate scan)."""
     return Subquery(
-        model.objects.filter(experiment_id=OuterRef("pk"))
-        .order_by()
-        .values("experiment_id")
-        .annotate(newest=Max(field))
-        .values("newest")[:1]
+        model.objects.filter(experiment_id=OuterRef("pk")).order_by(f"-{field}").values(field)[:1]
     )
 
 
@@ -54,12 +51,10 @@ def stamp(experiment_id: int) -> tuple | None:
             .annotate(
                 last_seq=_newest(Turn, "seq"),
                 last_summary=_newest(Summary, "id"),
-                last_lore_edit=_newest(LoreEntry, "updated_at"),
             )
             .order_by()
             .values_list(
                 "pack_version", "current_round", "config", "last_seq", "last_summary",
-                "last_lore_edit",
             )
         )  # fmt: skip
 
