@@ -48,27 +48,18 @@ def _count_cached(text: str) -> int:
 
 
 def count_many(texts: list[str]) -> list[int]:
-    """`count` of each text, tokenized as one batch (tiktoken's threads; same numbers)."""
-    name, counter = _counter()
-    if name != "cl100k_base":
-        return [counter(text) if text else 0 for text in texts]
-    encoding = _encoding()
-    return [len(ids) for ids in encoding.encode_ordinary_batch(texts, num_threads=BATCH_THREADS)]
+    """`count` of each text, without a cache lookup per text (the same numbers).
 
-
-BATCH_THREADS = 2
+    Callers that have other work to do can run it in a thread: tiktoken releases the GIL
+    while it encodes (the importer validates turns meanwhile).
+    """
+    counter = _counter()[1]
+    return [counter(text) if text else 0 for text in texts]
 
 
 def raw_counter() -> Callable[[str], int]:
     """The uncached counter itself (benchmarks: the floor anything counting must pay)."""
     return _counter()[1]
-
-
-@lru_cache(maxsize=1)
-def _encoding():
-    import tiktoken
-
-    return tiktoken.get_encoding(ENCODING_NAME)
 
 
 def backend() -> str:
