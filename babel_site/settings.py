@@ -101,6 +101,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files from the app server itself (gunicorn in production): compressed,
+    # cache headers, no separate web server needed.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -181,6 +184,9 @@ BABEL_LLM_BREAKER_SECONDS = _int("BABEL_LLM_BREAKER_SECONDS", 60, minimum=0)
 
 # --- Babel ------------------------------------------------------------------------------
 BABEL_MAX_CONTENT_CHARS = _int("BABEL_MAX_CONTENT_CHARS", 100_000, minimum=1)
+# Largest transcript `POST /api/import/` reads (bytes); beyond it a 413 names the limit.
+# The import view streams the body itself, so DATA_UPLOAD_MAX_MEMORY_SIZE never applies.
+BABEL_MAX_IMPORT_BYTES = _int("BABEL_MAX_IMPORT_BYTES", 256 * 1024 * 1024, minimum=1)
 
 # --- Auth, API --------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -242,6 +248,9 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# Serve from the app directories too, so a server started without `collectstatic`
+# (tests, `make demo`) still has its static files; `make serve` collects them first.
+WHITENOISE_USE_FINDERS = True
 
 LOGGING = {
     "version": 1,
