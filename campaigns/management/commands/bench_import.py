@@ -14,6 +14,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
+from django.test.utils import override_settings
 
 from campaigns import bench
 from campaigns.services import transcripts
@@ -70,7 +71,8 @@ class Command(BaseCommand):
     def handle(self, *args, turns, repeats, **options):
         if turns < 1 or repeats < 1:
             raise CommandError("--turns and --repeats must be ≥ 1.")
-        n = import_numbers(turns, repeats)
+        with override_settings(DEBUG=False):  # production conditions: no query log
+            n = import_numbers(turns, repeats)
         ratio = n["tiktoken_s"] / n["import_s"]
         self.stdout.write(
             f"database: {connection.vendor}; {n['turns']} turns, {n['bytes'] / 1e6:.1f} MB; "
