@@ -3,9 +3,10 @@
 Django refuses bodies over DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB) when something reads
 ``request.body`` — which DRF does for its JSON parsers. This parser reads
 ``request.stream`` itself, so it is the one place that decides an import's size. A
-declared Content-Length over the limit is a 413 before a byte is read; a body without one (chunked) is read up to the limit
-and refused the moment it passes it. The bytes are read into one buffer and handed to
-the strict JSON parser (NUL / lone surrogates refused, see `parsers`).
+declared Content-Length over the limit is a 413 before a byte is read; a body without
+one (chunked) is read up to the limit and refused the moment it passes it. The bytes
+are read into one buffer and handed to the strict JSON parser (NUL / lone surrogates
+refused, see `parsers`).
 """
 
 from __future__ import annotations
