@@ -3,7 +3,8 @@
 For each size it creates a synthetic campaign (seeded, `campaigns.bench`) inside a
 transaction that is rolled back at the end, builds packs for every role, and prints the
 median and p95 build time (pack cache bypassed), queries per pack, the median time of
-a pack cache hit, and pack tokens against what the full history would cost. Runs on whatever DATABASE_URL points at (SQLite by default).
+a pack cache hit, and pack tokens against what the full history would cost. Runs on
+whatever DATABASE_URL points at (SQLite by default), with DEBUG off.
 """
 
 from __future__ import annotations
