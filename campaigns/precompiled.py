@@ -75,7 +75,7 @@ def compile_once(key: Hashable, build: Callable[[_Slots], QuerySet]) -> Precompi
     sql, params = queryset.query.sql_with_params()
     bound: list[tuple[str | None, Any]] = []
     for param in params:
-        name = slots.by_value.get((type(param), param)) if _hashable(param) else None
+        name = slots.by_value.get(_slot_key(param)) if _hashable(param) else None
         bound.append((name, None) if name is not None else (None, param))
     missing = set(slots.by_value.values()) - {name for name, _ in bound if name}
     if missing:  # a slot the ORM folded away or transformed: the SQL would be wrong
@@ -88,6 +88,11 @@ def compile_once(key: Hashable, build: Callable[[_Slots], QuerySet]) -> Precompi
 
 def _hashable(value: Any) -> bool:
     return isinstance(value, int | str) and not isinstance(value, bool)
+
+
+def _slot_key(value: int | str) -> tuple[type, Any]:
+    """Plain type and value: on PostgreSQL Django passes integers as psycopg ``Int4``."""
+    return (int, int(value)) if isinstance(value, int) else (str, str(value))
 
 
 def json_value(raw: Any) -> Any:
