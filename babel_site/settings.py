@@ -8,6 +8,7 @@ A bad value fails at start with ImproperlyConfigured naming the variable.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -251,6 +252,8 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 # Serve from the app directories too, so a server started without `collectstatic`
 # (tests, `make demo`) still has its static files; `make serve` collects them first.
 WHITENOISE_USE_FINDERS = True
+# Before the first `collectstatic` there is no STATIC_ROOT yet; the finders serve instead.
+warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
 
 LOGGING = {
     "version": 1,
