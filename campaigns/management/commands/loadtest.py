@@ -1,6 +1,6 @@
 """A bounded load test: `manage.py loadtest [--users 20 --seconds 30]` (`make loadtest`).
 
-Starts gunicorn on a free loopback port against the configured database (PostgreSQL;
+Starts gunicorn on a free loopback port (warmed up by unrecorded requests first) against the configured database (PostgreSQL;
 SQLite only with ``--allow-sqlite``), seeds a synthetic campaign with an owner and four
 linked players (token and session logins), runs locust headless — N users reading pages,
 the turn list and their context pack, the owner posting turns — for a fixed time, stops
@@ -87,6 +87,7 @@ class Command(BaseCommand):
         )  # fmt: skip
         try:
             self._wait_for(url, server)
+            self._warm_up(url, experiment.pk, accounts, workers)
             with tempfile.TemporaryDirectory() as tmp:
                 prefix = str(Path(tmp) / "stats")
                 subprocess.run(
@@ -148,6 +149,16 @@ class Command(BaseCommand):
             except OSError:
                 time.sleep(0.3)
         raise CommandError("gunicorn did not answer within 30 s.")
+
+    def _warm_up(self, url: str, experiment_id: int, accounts: list[dict], workers: int) -> None:
+        """Unrecorded requests first: each worker loads the tokenizer and compiles its
+        queries once; the run measures the steady state, not process start-up."""
+        for account in accounts * (2 * workers):
+            request = urllib.request.Request(
+                f"{url}/api/experiments/{experiment_id}/context/{account['role']}/",
+                headers={"Authorization": f"Token {account['token']}"},
+            )
+            urllib.request.urlopen(request, timeout=60).read()
 
     def _report(self, rows, path, users, seconds, workers, turns) -> int:
         lines = [
