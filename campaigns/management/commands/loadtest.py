@@ -1,7 +1,7 @@
 """A bounded load test: `manage.py loadtest [--users 20 --seconds 30]` (`make loadtest`).
 
-Starts gunicorn on a free loopback port (warmed up by unrecorded requests first) against the configured database (PostgreSQL;
-SQLite only with ``--allow-sqlite``), seeds a synthetic campaign with an owner and four
+Starts gunicorn on a free loopback port against the configured database (PostgreSQL;
+SQLite only with ``--allow-sqlite``), warms it up with unrecorded requests, seeds a synthetic campaign with an owner and four
 linked players (token and session logins), runs locust headless — N users reading pages,
 the turn list and their context pack, the owner posting turns — for a fixed time, stops
 both processes, removes what it created, and writes a report: requests, failures, p50
