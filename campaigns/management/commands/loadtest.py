@@ -1,11 +1,12 @@
 """A bounded load test: `manage.py loadtest [--users 20 --seconds 30]` (`make loadtest`).
 
-Starts gunicorn on a free loopback port against the configured database (PostgreSQL;
-SQLite only with ``--allow-sqlite``), warms it up with unrecorded requests, seeds a synthetic campaign with an owner and four
-linked players (token and session logins), runs locust headless — N users reading pages,
-the turn list and their context pack, the owner posting turns — for a fixed time, stops
-both processes, removes what it created, and writes a report: requests, failures, p50
-and p95 per endpoint. Exits non-zero if any request failed.
+Seeds a synthetic campaign with an owner and four linked players (token and session
+logins) in the configured database (PostgreSQL; SQLite only with ``--allow-sqlite``),
+starts gunicorn on a free loopback port, warms each worker up with unrecorded requests,
+runs locust headless — N users reading pages, the turn list and their context pack, the
+owner posting turns — for a fixed time, stops both processes, removes what it created,
+and writes a report: requests, failures, p50 and p95 per endpoint. Exits non-zero if
+any request failed.
 
 Nothing listens beyond 127.0.0.1, and every run ends by itself (``--seconds``, plus
 locust's own stop timeout and a hard kill of gunicorn).
