@@ -297,7 +297,14 @@ def _insert_turns(experiment, rows, counts, created_at) -> list[int]:
         for seq, ((cleaned, needs_review), count) in enumerate(zip(rows, counts, strict=True), 1)
     ]
     with connection.cursor() as cursor, _fts_deferred(cursor, experiment.pk):
-        cursor.executemany(_INSERT_TURN, values)
+        if connection.vendor == "postgresql":
+            # COPY: one statement (so the statement-level pack_version trigger runs once,
+            # not once per row as with executemany) and the fastest bulk path there is.
+            with cursor.cursor.copy(_COPY_TURNS) as copy:
+                for row in values:
+                    copy.write_row(row)
+        else:
+            cursor.executemany(_INSERT_TURN, values)
         cursor.execute(
             "SELECT id FROM campaigns_turn WHERE experiment_id = %s ORDER BY seq", [experiment.pk]
         )
@@ -308,6 +315,10 @@ _INSERT_TURN = (
     "INSERT INTO campaigns_turn (experiment_id, round, seq, speaker, kind, content, "
     "visibility, tags, hinge, needs_review, tokens, created_at) "
     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+_COPY_TURNS = (
+    "COPY campaigns_turn (experiment_id, round, seq, speaker, kind, content, visibility, "
+    "tags, hinge, needs_review, tokens, created_at) FROM STDIN"
 )
 _FTS_TRIGGER = "campaigns_turn_fts_ai"
 
