@@ -6,8 +6,9 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1:8000
+WORKERS ?= 2
 
-.PHONY: demo test venv venv-dev lint serve bench clean
+.PHONY: demo test venv venv-dev lint serve bench loadtest clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +36,23 @@ demo: venv .env
 	$(BIN)/python manage.py seed_demo
 	@echo "Serving http://$(HOST)/  (admin: /admin/, API docs: /api/docs/)"
 	$(BIN)/python manage.py runserver $(HOST)
+
+# Production serving: gunicorn (WORKERS processes × 4 threads), static files by WhiteNoise.
+serve: venv
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py collectstatic --noinput -v0
+	$(BIN)/gunicorn babel_site.wsgi --bind $(HOST) --workers $(WORKERS) --threads 4 \
+		--max-requests 2000 --max-requests-jitter 200 --access-logfile -
+
+# Every benchmark, one table with ratios against the floors (DATABASE_URL picks the database).
+bench: venv-dev
+	$(BIN)/python manage.py migrate --noinput -v0
+	$(BIN)/python manage.py bench
+
+# Bounded locust run against gunicorn + PostgreSQL (DATABASE_URL), report in loadtest-report.md.
+loadtest: venv-dev
+	$(BIN)/python manage.py migrate --noinput -v0
+	$(BIN)/python manage.py loadtest $(LOADTEST_ARGS)
 
 # The tests and checks run in development mode; `check --deploy` checks the production
 # profile exactly as the README's deployment section starts it.

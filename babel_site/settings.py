@@ -9,6 +9,7 @@ A bad value fails at start with ImproperlyConfigured naming the variable.
 from __future__ import annotations
 
 import re
+import warnings
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlparse
@@ -113,6 +114,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files from the app server itself (gunicorn in production): compressed,
+    # cache headers, no separate web server needed.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "babel_site.middleware.RequestBodyLimitMiddleware",
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -344,6 +348,11 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# Serve from the app directories too, so a server started without `collectstatic`
+# (tests, `make demo`) still has its static files; `make serve` collects them first.
+WHITENOISE_USE_FINDERS = True
+# Before the first `collectstatic` there is no STATIC_ROOT yet; the finders serve instead.
+warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.base")
 
 LOGGING = {
     "version": 1,

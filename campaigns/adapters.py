@@ -12,6 +12,7 @@ from django.conf import settings
 
 from campaigns.models import ContextEvent, Experiment, LoreEntry, Participant, Summary, Turn
 from campaigns.models import WorldState as WorldStateModel
+from campaigns.precompiled import json_value
 from campaigns.services.validation import effective_config
 from context_engine.llm.factory import LLMSettings
 from context_engine.types import (
@@ -39,7 +40,12 @@ def llm_settings() -> LLMSettings:
 
 
 def pack_config(experiment: Experiment) -> PackConfig:
-    config = effective_config(experiment.config)
+    return pack_config_from(experiment.config)
+
+
+def pack_config_from(stored: object) -> PackConfig:
+    """`pack_config` from the stored ``config`` value itself (the loader reads no model)."""
+    config = effective_config(stored)
     return PackConfig(
         strategy=config["strategy"],
         budgets=tuple(config["budgets"].items()),
@@ -74,6 +80,40 @@ def turn_views(turns: Iterable[Turn], dm_roles: tuple[str, ...] = ("DM",)) -> tu
     return tuple(turn_view(turn, dm_roles) for turn in turns)
 
 
+def turn_view_row(row: tuple, dm_roles: tuple[str, ...] = ("DM",)) -> TurnView:
+    """A turn for the engine from a `selectors_packs.TURN_COLUMNS` row."""
+    id_, seq, round_, speaker, kind, content, visibility, tags, hinge, tokens = row
+    return TurnView(
+        id=id_,
+        seq=seq,
+        round=round_,
+        speaker=speaker,
+        kind=kind,
+        content=content,
+        visibility=parse_stored_visibility(json_value(visibility), dm_roles),
+        tags=tuple(json_value(tags) or ()),
+        hinge=bool(hinge),
+        tokens=tokens,
+    )
+
+
+def stub_view_row(row: tuple, dm_roles: tuple[str, ...] = ("DM",)) -> TurnView:
+    """A whisper's existence only, from a `selectors_packs.STUB_COLUMNS` row."""
+    id_, seq, round_, speaker, kind, visibility, hinge = row
+    return TurnView(
+        id=id_,
+        seq=seq,
+        round=round_,
+        speaker=speaker,
+        kind=kind,
+        content="",
+        visibility=parse_stored_visibility(json_value(visibility), dm_roles),
+        tags=(),
+        hinge=bool(hinge),
+        tokens=0,
+    )
+
+
 def participant_view(participant: Participant) -> ParticipantView:
     return ParticipantView(
         role=participant.role,
@@ -104,6 +144,44 @@ def lore_view(entry: LoreEntry, dm_roles: tuple[str, ...] = ("DM",)) -> LoreView
     )
 
 
+def lore_view_row(row: tuple, dm_roles: tuple[str, ...] = ("DM",)) -> LoreView:
+    """`lore_view` from a `selectors_packs.LORE_COLUMNS` row."""
+    (id_, term, category, definition, audience, status, origin, locked, first_seen,
+     last_seen, mentions, valid_from, invalid_from) = row  # fmt: skip
+    return LoreView(
+        id=id_,
+        term=term,
+        category=category,
+        definition=definition,
+        audience=parse_stored_visibility(json_value(audience), dm_roles),
+        status=status,
+        origin=origin,
+        locked=bool(locked),
+        first_seen_round=first_seen,
+        last_seen_round=last_seen,
+        mention_count=mentions,
+        valid_from_round=valid_from,
+        invalid_from_round=invalid_from,
+    )
+
+
+def digest_view_row(row: tuple | None, dm_roles: tuple[str, ...] = ("DM",)) -> DigestView | None:
+    """`digest_view` from a `selectors_packs.SUMMARY_COLUMNS` row (source ids not loaded)."""
+    if row is None:
+        return None
+    _kind, audience, round_from, round_to, text, sections, method, version = row
+    return DigestView(
+        audience=parse_stored_visibility(json_value(audience), dm_roles),
+        round_from=round_from,
+        round_to=round_to,
+        text=text,
+        sections=tuple((str(h), str(b)) for h, b in (json_value(sections) or ())),
+        method=method,
+        version=version,
+        source_turn_ids=(),
+    )
+
+
 def digest_view(summary: Summary | None, dm_roles: tuple[str, ...] = ("DM",)) -> DigestView | None:
     if summary is None:
         return None
@@ -126,9 +204,15 @@ def digest_view(summary: Summary | None, dm_roles: tuple[str, ...] = ("DM",)) ->
 def world_state_view(state: WorldStateModel | None) -> WorldStateView:
     if state is None:
         return WorldStateView()
+    return world_state_view_from(state.flags, state.fields, state.last_updated_round)
+
+
+def world_state_view_from(flags: object, state_fields: object, last_updated_round: int):
+    """`world_state_view` from the stored values (decoded JSON) of a WorldState row."""
+    state_fields = state_fields or {}
     fields = []
-    for name in sorted(state.fields or {}):
-        raw = state.fields[name]
+    for name in sorted(state_fields):
+        raw = state_fields[name]
         if isinstance(raw, dict):
             fields.append(
                 StateFieldView(
@@ -143,9 +227,17 @@ def world_state_view(state: WorldStateModel | None) -> WorldStateView:
             )
         else:
             fields.append(StateFieldView(name=name, value=str(raw)))
-    flags = tuple(sorted((str(k), bool(v)) for k, v in (state.flags or {}).items()))
+    flag_items = tuple(sorted((str(k), bool(v)) for k, v in (flags or {}).items()))
     return WorldStateView(
-        flags=flags, fields=tuple(fields), last_updated_round=state.last_updated_round
+        flags=flag_items, fields=tuple(fields), last_updated_round=last_updated_round
+    )
+
+
+def event_view_row(row: tuple) -> ContextEventView:
+    """`event_view` from a ``(command, round, seq, cleared_without_checkpoint)`` row."""
+    command, round_, seq, cleared = row
+    return ContextEventView(
+        command=command, round=round_, seq=seq, cleared_without_checkpoint=bool(cleared)
     )
 
 

@@ -49,6 +49,14 @@ class Experiment(models.Model):
         on_delete=models.SET_NULL,
         related_name="owned_experiments",
     )
+    pack_version = models.UUIDField(
+        default=uuid.uuid4,
+        editable=False,
+        help_text=(
+            "Changes (to a fresh random value) on every write a pack reads; part of the "
+            "pack cache's key (campaigns.services.pack_cache)."
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

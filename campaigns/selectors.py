@@ -10,9 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from django.db import connection
 from django.db.models import Q, QuerySet
-from django.db.models.expressions import RawSQL
 
 from campaigns.models import Experiment, Fact, LoreEntry, Participant, Summary, Turn
 from context_engine.memory.vocabulary import zipf
@@ -123,9 +121,9 @@ def facts_visible_to(*, experiment: Experiment | int, viewer: Viewer) -> QuerySe
 def current_round(*, experiment: Experiment | int) -> int:
     """The campaign clock (the open round), never the highest round stored: a turn's round
     is input, and the clock decides reveals, strain and retrieval for every role."""
-    if isinstance(experiment, Experiment):
-        return experiment.current_round
-    return Experiment.objects.values_list("current_round", flat=True).get(pk=experiment)
+    experiment_id = experiment if isinstance(experiment, int) else experiment.pk
+    # Read from the row, not the instance: a round start elsewhere may have moved it.
+    return Experiment.objects.values_list("current_round", flat=True).get(pk=experiment_id)
 
 
 def secret_readable(*, participant: Participant, viewer: Viewer, round_now: int) -> bool:
@@ -180,7 +178,7 @@ _SEARCH_WORD = re.compile(r"[a-z0-9]{3,}")
 MAX_SEARCH_WORDS = 12
 COMMON_WORD_ZIPF = 5.5
 RARE_WORD_ZIPF = 4.5
-SEARCH_SCAN_LIMIT = 500  # look at the newest 500 matches of the experiment
+SEARCH_SCAN_LIMIT = 500  # PostgreSQL: look at the newest 500 matches of the experiment
 
 
 def search_words(text: str) -> list[str]:
@@ -209,39 +207,20 @@ def search_turns(
 ) -> list[Turn]:
     """Turns this viewer may read that match any word of ``text``, newest first.
 
-    Uses the database's own full-text engine (PostgreSQL tsvector + GIN, SQLite FTS5);
-    audience-filtered like every other read here.
+    Uses the database's own full-text engine (PostgreSQL tsvector + GIN, SQLite FTS5)
+    through `selectors_packs.search_turn_rows`, audience-filtered like every other read.
     """
-    words = search_words(text)
-    if not words:
-        return []
+    from campaigns import selectors_packs
+
     experiment_id = experiment if isinstance(experiment, int) else experiment.pk
-    if connection.vendor == "postgresql":
-        # The newest matches through the GIN index, as a subquery the planner cannot
-        # flatten (OFFSET 0): joined directly, it prefers walking the experiment backwards
-        # by seq and computing to_tsvector on every row it passes.
-        newest_matches = RawSQL(
-            "SELECT id FROM campaigns_turn WHERE experiment_id = %s AND "
-            "to_tsvector('english'::regconfig, content) @@ to_tsquery('english'::regconfig, %s)"
-            " ORDER BY seq DESC LIMIT %s OFFSET 0",
-            [experiment_id, " | ".join(words), SEARCH_SCAN_LIMIT],
-        )
-        matching = turns_visible_to(experiment=experiment_id, viewer=viewer).filter(
-            pk__in=newest_matches
-        )
-    elif connection.vendor == "sqlite":
-        # Driven by the FTS5 row ids alone: with an experiment predicate in the same
-        # statement, SQLite's planner (no ANALYZE statistics) walks the experiment's whole
-        # history instead. The experiment's token is in every indexed row.
-        query = f"xexp{experiment_id} AND (" + " OR ".join(f'"{w}"' for w in words) + ")"
-        newest_matches = RawSQL(
-            "SELECT rowid FROM campaigns_turn_fts WHERE campaigns_turn_fts MATCH %s "
-            "ORDER BY rowid DESC LIMIT %s",
-            [query, SEARCH_SCAN_LIMIT],
-        )
-        matching = Turn.objects.filter(pk__in=newest_matches).filter(_turn_rule(viewer))
-    else:  # pragma: no cover - only the two supported databases
-        return []
-    if before_round is not None:
-        matching = matching.filter(round__lt=before_round)
-    return [t for t in matching.order_by("-seq")[:limit] if t.experiment_id == experiment_id]
+    rows = selectors_packs.search_turn_rows(
+        experiment_id=experiment_id,
+        viewer=viewer,
+        words=search_words(text),
+        before_round=before_round,
+        limit=limit,
+        scan_limit=SEARCH_SCAN_LIMIT,
+        columns=("id", "seq"),
+    )
+    found = Turn.objects.in_bulk([row[0] for row in rows])
+    return [found[row[0]] for row in rows if row[0] in found]

@@ -39,12 +39,40 @@ def count(text: str) -> int:
         return 0
     if len(text) <= CACHED_TEXT_CHARS:
         return _count_cached(text)
+    if len(text) <= LONG_CACHED_TEXT_CHARS:
+        return _count_long_cached(text)
     return _counter()[1](text)
 
 
 @lru_cache(maxsize=16384)
 def _count_cached(text: str) -> int:
     return _counter()[1](text)
+
+
+# A rendered section (the frozen layer: hook, bios, World Bible) repeats verbatim in every
+# pack of a role until the lore changes, and costs ~1 ms to encode: a small cache of its
+# own keeps these from evicting the short texts above (at most 256 × 64k chars).
+LONG_CACHED_TEXT_CHARS = 65_536
+
+
+@lru_cache(maxsize=256)
+def _count_long_cached(text: str) -> int:
+    return _counter()[1](text)
+
+
+def count_many(texts: list[str]) -> list[int]:
+    """`count` of each text, without a cache lookup per text (the same numbers).
+
+    Callers that have other work to do can run it in a thread: tiktoken releases the GIL
+    while it encodes (the importer validates turns meanwhile).
+    """
+    counter = _counter()[1]
+    return [counter(text) if text else 0 for text in texts]
+
+
+def raw_counter() -> Callable[[str], int]:
+    """The uncached counter itself (benchmarks: the floor anything counting must pay)."""
+    return _counter()[1]
 
 
 def backend() -> str:

@@ -19,10 +19,13 @@ names the element and field, e.g. ``turns[3].visibility``.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
+from django.utils import timezone
 
 from campaigns.models import Experiment, LoreEntry, LoreRevision, Participant, Turn
 from campaigns.services.experiments import experiment_create, participant_create
@@ -34,6 +37,7 @@ from campaigns.services.validation import (
     max_content_chars,
     prefix_errors,
 )
+from context_engine import tokens
 from context_engine.visibility import audience_key
 
 FORMAT = "babel-transcript/1"
@@ -164,11 +168,12 @@ def import_transcript(*, data: object, owner=None) -> Experiment:
     dm_roles = tuple(
         experiment.participants.filter(kind=Participant.Kind.DM).values_list("role", flat=True)
     )
-    turns = _import_turns(experiment, roles, dm_roles, _list(data, "turns"))
-    _import_lore(experiment, roles, turns, _list(data, "lore", required=False))
+    turn_ids = _import_turns(experiment, roles, dm_roles, _list(data, "turns"))
+    _import_lore(experiment, roles, turn_ids, _list(data, "lore", required=False))
     facts_import(experiment=experiment, roles=roles, items=_list(data, "facts", required=False))
-    # The clock stands at the transcript's last round (an import is the DM side's act).
-    experiment.current_round = max((turn.round for turn in turns), default=0)
+    # The clock stands at the transcript's last round (an import is the DM side's act);
+    # every turn was validated above, so each has a whole-number round.
+    experiment.current_round = max((item["round"] for item in data["turns"]), default=0)
     Experiment.objects.filter(pk=experiment.pk).update(current_round=experiment.current_round)
     return experiment
 
@@ -237,8 +242,31 @@ def _import_participants(experiment: Experiment, items: list) -> set[str]:
 
 def _import_turns(
     experiment: Experiment, roles: set[str], dm_roles: tuple[str, ...], items: list
-) -> list[Turn]:
+) -> list[int]:
+    """Validate every turn, count all tokens in one batch, insert with one executemany.
+
+    Returns the new turns' ids in list order. The ORM's bulk_create spent most of an
+    import building model instances and compiling INSERTs (SQLite's variable limit
+    makes that ~80 rows a statement); rows here are tuples.
+    """
     limit = max_content_chars(experiment.config)
+    # Token counting (the bulk of an import's CPU) runs beside validation: tiktoken
+    # releases the GIL. A bad item raises below and the count is thrown away.
+    texts = [
+        item["content"] if isinstance(item, dict) and isinstance(item.get("content"), str) else ""
+        for item in items
+    ]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        counted = pool.submit(tokens.count_many, texts)
+        rows = _clean_turns(roles, dm_roles, items, limit)
+        counts = counted.result()
+    if not rows:
+        return []
+    created_at = connection.ops.adapt_datetimefield_value(timezone.now())
+    return _insert_turns(experiment, rows, counts, created_at)
+
+
+def _clean_turns(roles, dm_roles, items: list, limit: int) -> list[tuple[dict, bool]]:
     rows = []
     for index, item in enumerate(items):
         prefix = f"turns[{index}]."
@@ -260,37 +288,132 @@ def _import_turns(
                 hinge=item.get("hinge", False),
                 content_limit=limit,
                 dm_roles=dm_roles,
+                count_tokens=False,
             )
         except ValidationError as exc:
             raise prefix_errors(exc, prefix) from None
-        rows.append(
-            Turn(experiment=experiment, seq=index + 1, needs_review=needs_review, **cleaned)
+        rows.append((cleaned, needs_review))
+    return rows
+
+
+def _insert_turns(experiment, rows, counts, created_at) -> list[int]:
+    values = [
+        (
+            experiment.pk,
+            cleaned["round"],
+            seq,
+            cleaned["speaker"],
+            cleaned["kind"],
+            cleaned["content"],
+            None if cleaned["visibility"] is None else json.dumps(cleaned["visibility"]),
+            json.dumps(cleaned["tags"]),
+            cleaned["hinge"],
+            needs_review,
+            count,
+            created_at,
         )
-    return Turn.objects.bulk_create(rows, batch_size=1000)
+        for seq, ((cleaned, needs_review), count) in enumerate(zip(rows, counts, strict=True), 1)
+    ]
+    with connection.cursor() as cursor, _fts_deferred(cursor, experiment.pk):
+        if connection.vendor == "postgresql":
+            # COPY: one statement (so the statement-level pack_version trigger runs once,
+            # not once per row as with executemany) and the fastest bulk path there is.
+            with cursor.cursor.copy(_COPY_TURNS) as copy:
+                for row in values:
+                    copy.write_row(row)
+        else:
+            cursor.executemany(_INSERT_TURN, values)
+        cursor.execute(
+            "SELECT id FROM campaigns_turn WHERE experiment_id = %s ORDER BY seq", [experiment.pk]
+        )
+        return [row[0] for row in cursor.fetchall()]
 
 
-def _import_lore(experiment: Experiment, roles: set[str], turns: list[Turn], items: list) -> None:
+_INSERT_TURN = (
+    "INSERT INTO campaigns_turn (experiment_id, round, seq, speaker, kind, content, "
+    "visibility, tags, hinge, needs_review, tokens, created_at) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+_COPY_TURNS = (
+    "COPY campaigns_turn (experiment_id, round, seq, speaker, kind, content, visibility, "
+    "tags, hinge, needs_review, tokens, created_at) FROM STDIN"
+)
+_FTS_TRIGGER = "campaigns_turn_fts_ai"
+
+
+@contextmanager
+def _fts_deferred(cursor, experiment_id: int):
+    """SQLite: index the imported turns for full-text search in one statement.
+
+    The per-row trigger inserts in descending FTS rowid order (migration 0008), which
+    makes FTS5 flush on every row. Inside this transaction the trigger is dropped, the
+    experiment's rows are indexed in ascending rowid order, and the trigger is recreated
+    from its own stored SQL; a failure rolls all of it back together. (SQLite takes one
+    writer at a time, so no other connection can insert a turn meanwhile.)
+    """
+    if connection.vendor != "sqlite":
+        yield
+        return
+    cursor.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = %s", [_FTS_TRIGGER]
+    )
+    found = cursor.fetchone()
+    if found is None:  # no full-text table (not migrated this far): nothing to keep in sync
+        yield
+        return
+    cursor.execute(f"DROP TRIGGER {_FTS_TRIGGER}")
+    yield
+    cursor.execute(
+        "INSERT INTO campaigns_turn_fts(rowid, body) SELECT -id, 'xexp' || experiment_id || "
+        "' ' || content FROM campaigns_turn WHERE experiment_id = %s ORDER BY id DESC",
+        [experiment_id],
+    )
+    cursor.execute(found[0])
+
+
+def _import_lore(experiment: Experiment, roles: set[str], turn_ids: list[int], items: list) -> None:
+    """Validate every entry, then three bulk inserts: entries, source links, revisions."""
+    from context_engine.memory.extraction import merge_key
+
+    entries, sources_of, seen = [], [], set()
     for index, item in enumerate(items):
         prefix = f"lore[{index}]."
         if not isinstance(item, dict):
             raise ValidationError({prefix.rstrip("."): ["Must be an object."]})
         _reject_unknown(item, _LORE_KEYS, prefix)
-        fields = _lore_fields(item, roles, len(turns), prefix)
+        fields = _lore_fields(item, roles, len(turn_ids), prefix)
         sources = fields.pop("source_turns")
-        from context_engine.memory.extraction import merge_key
-
         key = merge_key(fields["term"])
-        if LoreEntry.objects.filter(
-            experiment=experiment, key=key, audience_key=fields["audience_key"]
-        ).exists():
+        if (key, fields["audience_key"]) in seen:
             raise ValidationError({f"{prefix}term": ["Duplicate term for the same audience."]})
-        entry = LoreEntry.objects.create(experiment=experiment, key=key, **fields)
-        entry.source_turns.set([turns[i] for i in sources])
-        LoreRevision.objects.create(
-            entry=entry,
-            actor="import",
-            changes={"definition": ["", entry.definition], "status": ["", entry.status]},
-        )
+        seen.add((key, fields["audience_key"]))
+        entries.append(LoreEntry(experiment=experiment, key=key, **fields))
+        sources_of.append(sources)
+    if not entries:
+        return
+    LoreEntry.objects.bulk_create(entries, batch_size=500)
+    if any(entry.pk is None for entry in entries):  # pragma: no cover - both vendors return ids
+        raise RuntimeError("bulk_create did not return lore ids")
+    Through = LoreEntry.source_turns.through
+    Through.objects.bulk_create(
+        [
+            Through(loreentry_id=entry.pk, turn_id=turn_ids[i])
+            for entry, sources in zip(entries, sources_of, strict=True)
+            for i in sources
+        ],
+        batch_size=1000,
+    )
+    LoreRevision.objects.bulk_create(
+        [
+            LoreRevision(
+                entry=entry,
+                actor="import",
+                changes={"definition": ["", entry.definition], "status": ["", entry.status]},
+            )
+            for entry in entries
+        ],
+        batch_size=500,
+    )
 
 
 def _lore_fields(item: dict, roles: set[str], turn_count: int, prefix: str) -> dict:

@@ -32,8 +32,12 @@ def turn_fields(
     hinge: object = False,
     content_limit: int,
     dm_roles: tuple[str, ...] = (),
+    count_tokens: bool = True,
 ) -> dict:
-    """Validate one turn's fields; returns them cleaned, token count included."""
+    """Validate one turn's fields; returns them cleaned, token count included.
+
+    ``count_tokens=False`` leaves ``tokens`` out (the importer counts a whole batch at once).
+    """
     if not isinstance(hinge, bool):
         raise ValidationError({"hinge": ["Hinge must be true or false."]})
     cleaned = {
@@ -46,7 +50,8 @@ def turn_fields(
         "hinge": hinge,
     }
     cleaned["visibility"] = _private_kinds(cleaned, dm_roles)
-    cleaned["tokens"] = tokens.count(cleaned["content"])
+    if count_tokens:
+        cleaned["tokens"] = tokens.count(cleaned["content"])
     return cleaned
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from django.http import HttpResponse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
 from campaigns.api.access import get_experiment_for
 from campaigns.api.examples import TRANSCRIPT_EXAMPLES
+from campaigns.api.import_parser import TranscriptJSONParser
 from campaigns.api.serializers import (
     TRANSCRIPT_IMPORT_SCHEMA,
     ExperimentSerializer,
@@ -39,14 +40,22 @@ class ExportView(ApiView):
 
 class ImportView(ApiView):
     serializer_class = ExperimentSerializer
+    parser_classes = [TranscriptJSONParser]
 
     @extend_schema(
         request={"application/json": TRANSCRIPT_IMPORT_SCHEMA},
-        responses={201: ExperimentSerializer},
+        responses={
+            201: ExperimentSerializer,
+            413: OpenApiResponse(description="Over BABEL_MAX_IMPORT_BYTES (named in `detail`)."),
+        },
         examples=TRANSCRIPT_EXAMPLES,
     )
     def post(self, request):
-        """Create a new experiment, owned by the caller, from a transcript. All or nothing."""
+        """Create a new experiment, owned by the caller, from a transcript. All or nothing.
+
+        Bodies up to `BABEL_MAX_IMPORT_BYTES` (default 256 MB) are accepted; a larger one
+        is a 413 naming the limit, and nothing is stored.
+        """
         experiment = transcripts.import_transcript(data=request.data, owner=request.user)
         body = ExperimentSerializer(experiment).data
         response = Response(body, status=status.HTTP_201_CREATED)

@@ -2,8 +2,9 @@
 
 For each size it creates a synthetic campaign (seeded, `campaigns.bench`) inside a
 transaction that is rolled back at the end, builds packs for every role, and prints the
-median and p95 build time, queries per pack, and pack tokens against what the full
-history would cost. Runs on whatever DATABASE_URL points at (SQLite by default).
+median and p95 build time (pack cache bypassed), queries per pack, the median time of
+a pack cache hit, and pack tokens against what the full history would cost. Runs on
+whatever DATABASE_URL points at (SQLite by default), with DEBUG off.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
 from django.db.models import Sum
-from django.test.utils import CaptureQueriesContext
+from django.test.utils import CaptureQueriesContext, override_settings
 
 from campaigns import bench, selectors
 from campaigns.services.context import pack_for_role
@@ -33,7 +34,13 @@ class Command(BaseCommand):
         parser.add_argument("--sizes", nargs="+", type=int, default=[1000, 10000, 50000])
         parser.add_argument("--repeats", type=int, default=30, help="Packs per role and size.")
 
-    def handle(self, *args, sizes, repeats, **options):
+    def handle(self, *args, **options):
+        # Production conditions: with DEBUG on, every query is also logged (and, on SQLite,
+        # run a second time to quote its parameters for the log).
+        with override_settings(DEBUG=False):
+            self._run(**options)
+
+    def _run(self, *, sizes, repeats, **options):
         if any(size < 8 for size in sizes) or repeats < 1:
             raise CommandError("--sizes must be ≥ 8 turns and --repeats ≥ 1.")
         self.stdout.write(
@@ -42,7 +49,7 @@ class Command(BaseCommand):
         )
         header = (
             f"{'turns':>7} {'role':<7} {'median ms':>9} {'p95 ms':>7} {'queries':>7} "
-            f"{'pack tok':>8} {'full-history tok':>16} {'strain':<8}"
+            f"{'hit ms':>6} {'pack tok':>8} {'full-history tok':>16} {'strain':<8}"
         )
         if connection.vendor == "postgresql":
             # Dead rows and index entries from earlier (rolled-back) runs would skew this one.
@@ -81,25 +88,64 @@ class Command(BaseCommand):
         return median
 
     def _role(self, experiment, role: str, size: int, repeats: int) -> list[float]:
-        for _ in range(3):  # warm caches (tokenizer, query plans)
-            pack_for_role(experiment=experiment, role=role, input_text=INPUT)
-        samples = []
-        for _ in range(repeats):
-            started = time.perf_counter()
-            pack = pack_for_role(experiment=experiment, role=role, input_text=INPUT)
-            samples.append((time.perf_counter() - started) * 1000)
+        samples, pack = build_samples(experiment, role, repeats)
         with CaptureQueriesContext(connection) as queries:
-            pack_for_role(experiment=experiment, role=role, input_text=INPUT)
+            pack_for_role(experiment=experiment, role=role, input_text=INPUT, use_cache=False)
+        hits = hit_samples(experiment, role, repeats)
         viewer = selectors.viewer_for_role(experiment=experiment, role=role)
         full = selectors.turns_visible_to(experiment=experiment, viewer=viewer).aggregate(
             t=Sum("tokens")
         )["t"]
         self.stdout.write(
             f"{size:>7} {role:<7} {statistics.median(samples):>9.2f} {_p95(samples):>7.2f} "
-            f"{len(queries.captured_queries):>7} {pack.total_tokens:>8} {full or 0:>16} "
+            f"{len(queries.captured_queries):>7} {statistics.median(hits):>6.2f} "
+            f"{pack.total_tokens:>8} {full or 0:>16} "
             f"{pack.strain:<8}"
         )
         return samples
+
+
+def build_samples(experiment, role: str, repeats: int):
+    """Milliseconds per pack built from the database (the cache bypassed), and the pack."""
+    for _ in range(3):  # warm caches (tokenizer, compiled queries, query plans)
+        pack_for_role(experiment=experiment, role=role, input_text=INPUT, use_cache=False)
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        pack = pack_for_role(experiment=experiment, role=role, input_text=INPUT, use_cache=False)
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples, pack
+
+
+def hit_samples(experiment, role: str, repeats: int) -> list[float]:
+    """Milliseconds per pack served by the pack cache (its stamp query included)."""
+    pack_for_role(experiment=experiment, role=role, input_text=INPUT)
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        pack_for_role(experiment=experiment, role=role, input_text=INPUT)
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def raw_fetch_samples(experiment, repeats: int) -> list[float]:
+    """The floor: one raw indexed fetch of a pack's window (last 4 rounds), as tuples."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT max(round) FROM campaigns_turn WHERE experiment_id = %s", [experiment.pk]
+        )
+        from_round = (cursor.fetchone()[0] or 0) - 3
+        samples = []
+        for _ in range(repeats + 3):
+            started = time.perf_counter()
+            cursor.execute(
+                "SELECT id, seq, round, speaker, kind, content, visibility, tags, hinge, tokens "
+                "FROM campaigns_turn WHERE experiment_id = %s AND round >= %s",
+                [experiment.pk, from_round],
+            )
+            cursor.fetchall()
+            samples.append((time.perf_counter() - started) * 1000)
+    return samples[3:]
 
 
 def _p95(samples: list[float]) -> float:

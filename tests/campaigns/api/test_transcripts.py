@@ -123,3 +123,69 @@ def test_export_is_for_owner_and_staff_only(api, secrets_campaign, player, stran
 def test_export_edges(api, campaign, owner):
     assert api(owner).get(export_url(2024202)).status_code == 404
     assert api(owner).post(export_url(campaign.pk), {}, format="json").status_code == 405
+
+
+def _big_transcript(turns: int) -> bytes:
+    """The demo transcript padded with public turns to ``turns`` turns."""
+    data = demo.transcript()
+    speaker = data["turns"][0]["speaker"]
+    last_round = max(turn["round"] for turn in data["turns"])
+    data["turns"] += [
+        {
+            "round": last_round,
+            "speaker": speaker,
+            "kind": "narrative",
+            "content": f"Padding turn {i}: " + "the tide keeps its own ledger. " * 6,
+            "visibility": None,
+            "tags": [],
+            "hinge": False,
+        }
+        for i in range(turns - len(data["turns"]))
+    ]
+    return transcripts.dumps(data).encode()
+
+
+def test_a_transcript_larger_than_djangos_upload_limit_imports(api, owner, settings):
+    body = _big_transcript(14_000)
+    assert len(body) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE  # 2.5 MB: refused before
+    response = api(owner).post(IMPORT, data=body, content_type="application/json")
+    assert response.status_code == 201, response.content[:300]
+    assert Experiment.objects.get(pk=response.json()["id"]).turns.count() == 14_000
+
+
+def test_a_transcript_over_the_import_limit_is_a_413_naming_it_and_stores_nothing(
+    api, owner, settings
+):
+    settings.BABEL_MAX_IMPORT_BYTES = 50_000
+    body = _big_transcript(400)
+    assert len(body) > 50_000
+    before = _counts()
+    response = api(owner).post(IMPORT, data=body, content_type="application/json")
+    assert response.status_code == 413
+    assert response["Content-Type"].startswith("application/json")
+    detail = response.json()["detail"]
+    assert "50000 bytes" in detail and "BABEL_MAX_IMPORT_BYTES" in detail
+    assert str(len(body)) in detail
+    assert _counts() == before
+
+
+def test_a_chunked_body_is_cut_off_at_the_limit(settings):
+    import io
+
+    from campaigns.api.import_parser import ImportTooLarge, read_limited
+
+    assert read_limited(io.BytesIO(b"x" * 10), None, 10) == b"x" * 10
+    with pytest.raises(ImportTooLarge, match="over 10 bytes"):
+        read_limited(io.BytesIO(b"x" * 11), None, 10)
+    with pytest.raises(ImportTooLarge, match="11 bytes"):
+        read_limited(io.BytesIO(b""), 11, 10)  # declared length: refused before reading
+
+
+def test_an_imported_transcript_counts_tokens_like_a_posted_turn(api, owner):
+    from context_engine import tokens
+
+    body = _big_transcript(3_000)
+    response = api(owner).post(IMPORT, data=body, content_type="application/json")
+    assert response.status_code == 201
+    for turn in Turn.objects.filter(experiment_id=response.json()["id"]).order_by("?")[:50]:
+        assert turn.tokens == tokens.count(turn.content)

@@ -1,0 +1,1 @@
+"""The locust scenario `manage.py loadtest` runs (see its module docstring)."""

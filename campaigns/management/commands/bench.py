@@ -1,0 +1,100 @@
+"""Every benchmark in one table: `manage.py bench` (what `make bench` runs).
+
+Rows: pack build at 1,000 and 50,000 turns (cache bypassed; all five roles of the
+synthetic campaign), a pack cache hit, and transcript import; each against its floor —
+a raw indexed fetch of the pack's window (tuples, no ORM) for packs, raw tiktoken on
+the same text for import — with the issue's targets. Everything runs inside rolled-back
+transactions on whatever DATABASE_URL points at. The machine may be shared: compare
+numbers from the same run, not across runs.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from django.core.management.base import BaseCommand
+from django.db import connection, transaction
+from django.test.utils import override_settings
+
+from campaigns import bench
+from campaigns.management.commands.bench_context import (
+    build_samples,
+    hit_samples,
+    raw_fetch_samples,
+)
+from campaigns.management.commands.bench_import import import_numbers
+
+
+class _Rollback(Exception):
+    pass
+
+
+def _pack_medians(size: int, repeats: int) -> tuple[float, float, float]:
+    builds, hits, floor = [], [], []
+    try:
+        with transaction.atomic():
+            experiment = bench.create_campaign(size)
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("ANALYZE campaigns_turn")
+            for role in bench.ROLES:
+                builds += build_samples(experiment, role, repeats)[0]
+                hits += hit_samples(experiment, role, repeats)
+            floor = raw_fetch_samples(experiment, repeats * len(bench.ROLES))
+            raise _Rollback
+    except _Rollback:
+        pass
+    return statistics.median(builds), statistics.median(hits), statistics.median(floor)
+
+
+class Command(BaseCommand):
+    help = "Run every benchmark and print one table with ratios against the floors."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--sizes", nargs=2, type=int, default=[1000, 50000])
+        parser.add_argument("--repeats", type=int, default=20, help="Packs per role and size.")
+        parser.add_argument("--import-turns", type=int, default=24_000)
+
+    def handle(self, *args, **options):
+        # Production conditions: with DEBUG on, every query is also logged (and, on SQLite,
+        # run a second time to quote its parameters for the log).
+        with override_settings(DEBUG=False):
+            self._run(**options)
+
+    def _run(self, *, sizes, repeats, import_turns, **options):
+        vendor = connection.vendor
+        if vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("VACUUM ANALYZE campaigns_turn")
+        small, large = sizes
+        self.stderr.write(f"pack benchmarks on {vendor} ({small} and {large} turns)…")
+        s_build, _, s_floor = _pack_medians(small, repeats)
+        l_build, l_hit, l_floor = _pack_medians(large, repeats)
+        self.stderr.write(f"import benchmark ({import_turns} turns)…")
+        imp = import_numbers(import_turns, 3)
+        rows = [
+            ("pack build", f"{small:,} turns", s_build, "raw indexed fetch", s_floor,
+             f"{s_build / s_floor:.0f}×", "≤ 5 ms", s_build <= 5),
+            ("pack build", f"{large:,} turns", l_build, "raw indexed fetch", l_floor,
+             f"{l_build / l_floor:.0f}×", "≤ 5 ms", l_build <= 5),
+            ("pack build", f"{large:,} vs {small:,}", l_build, f"pack build at {small:,}",
+             s_build, f"{l_build / s_build:.2f}×", "≤ 1.2×", l_build / s_build <= 1.2),
+            ("pack cache hit", f"{large:,} turns", l_hit, "raw indexed fetch", l_floor,
+             f"{l_hit / l_floor:.1f}×", "-", None),
+            ("import", f"{imp['turns']:,} turns", imp["import_s"] * 1000, "raw tiktoken",
+             imp["tiktoken_s"] * 1000, f"{imp['tiktoken_s'] / imp['import_s']:.0%} of floor",
+             "≥ 50%", imp["tiktoken_s"] / imp["import_s"] >= 0.5),
+        ]  # fmt: skip
+        header = (
+            f"{'benchmark':<15} {'case':<17} {'median ms':>10}  {'floor':<24} {'floor ms':>9}"
+            f"  {'ratio':<13} {'target':<7} {'met':<3}"
+        )
+        self.stdout.write(f"database: {vendor}")
+        self.stdout.write(header)
+        self.stdout.write("-" * len(header))
+        for name, case, value, floor, floor_value, ratio, target, met in rows:
+            verdict = "-" if met is None else ("yes" if met else "NO")
+            self.stdout.write(
+                f"{name:<15} {case:<17} {value:>10.2f}  {floor:<24} {floor_value:>9.2f}"
+                f"  {ratio:<13} {target:<7} {verdict:<3}"
+            )

@@ -1,0 +1,83 @@
+"""Benchmark transcript import against raw tiktoken: `manage.py bench_import [--turns N]`.
+
+Builds a seeded synthetic campaign (`campaigns.bench`), exports it to transcript text,
+then times, each inside a transaction that is rolled back: importing that text
+(`transcripts.loads` + `import_transcript`, what `POST /api/import/` does), and counting
+the tokens of every turn's content with tiktoken alone (the floor: import must count
+them too). Prints both and their throughput ratio; nothing is kept.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection, transaction
+from django.test.utils import override_settings
+
+from campaigns import bench
+from campaigns.services import transcripts
+from context_engine import tokens
+
+
+class _Rollback(Exception):
+    pass
+
+
+def import_numbers(turns: int, repeats: int) -> dict:
+    """Median seconds: import of an N-turn transcript, and raw tiktoken on its contents."""
+    try:
+        with transaction.atomic():
+            text = transcripts.dumps(
+                transcripts.export_transcript(experiment=bench.create_campaign(turns))
+            )
+            raise _Rollback
+    except _Rollback:
+        pass
+    contents = [turn["content"] for turn in transcripts.loads(text)["turns"]]
+    counter = tokens.raw_counter()
+    raw = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for content in contents:
+            counter(content)
+        raw.append(time.perf_counter() - started)
+    imported = []
+    for _ in range(repeats):
+        try:
+            with transaction.atomic():
+                started = time.perf_counter()
+                transcripts.import_transcript(data=transcripts.loads(text))
+                imported.append(time.perf_counter() - started)
+                raise _Rollback
+        except _Rollback:
+            pass
+    return {
+        "turns": turns,
+        "bytes": len(text.encode("utf-8")),
+        "import_s": statistics.median(imported),
+        "tiktoken_s": statistics.median(raw),
+    }
+
+
+class Command(BaseCommand):
+    help = "Time transcript import against raw tiktoken on the same text (nothing is kept)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--turns", type=int, default=24_000)
+        parser.add_argument("--repeats", type=int, default=3)
+
+    def handle(self, *args, turns, repeats, **options):
+        if turns < 1 or repeats < 1:
+            raise CommandError("--turns and --repeats must be ≥ 1.")
+        with override_settings(DEBUG=False):  # production conditions: no query log
+            n = import_numbers(turns, repeats)
+        ratio = n["tiktoken_s"] / n["import_s"]
+        self.stdout.write(
+            f"database: {connection.vendor}; {n['turns']} turns, {n['bytes'] / 1e6:.1f} MB; "
+            f"median of {repeats}\n"
+            f"import:       {n['import_s']:.2f} s ({n['turns'] / n['import_s']:,.0f} turns/s)\n"
+            f"raw tiktoken: {n['tiktoken_s']:.2f} s (one encode per turn, same contents)\n"
+            f"import throughput = {ratio:.0%} of raw tiktoken (floor: 50%)"
+        )

@@ -1,0 +1,329 @@
+"""The pack loader's visibility-filtered reads, as precompiled SQL returning tuples.
+
+Part of `campaigns.selectors`: every query here is built from the same rules
+(`selectors._turn_rule`, `selectors._readable`, hence the `readable_by` lookup) and
+compiled once per shape by `campaigns.precompiled`, so no visibility rule is written
+twice. A pack needs eight or so of these reads per call; through the ORM each cost more
+to build and compile than to run. `tests/campaigns/test_selectors_packs.py` checks them
+against the ORM selectors with Hypothesis.
+
+Rows are plain tuples in the column order of the ``*_COLUMNS`` constants; JSON columns
+are still text (decode with `precompiled.json_value`).
+"""
+
+from __future__ import annotations
+
+from django.db import connection
+from django.db.models import Q, Subquery, Value
+from django.db.models.functions import Coalesce
+
+from campaigns import selectors
+from campaigns.models import LoreEntry, Summary, Turn
+from campaigns.precompiled import Precompiled, compile_once
+from campaigns.selectors import Viewer
+
+TURN_COLUMNS = (
+    "id",
+    "seq",
+    "round",
+    "speaker",
+    "kind",
+    "content",
+    "visibility",
+    "tags",
+    "hinge",
+    "tokens",
+)
+STUB_COLUMNS = ("id", "seq", "round", "speaker", "kind", "visibility", "hinge")
+LORE_COLUMNS = (
+    "id",
+    "term",
+    "category",
+    "definition",
+    "audience",
+    "status",
+    "origin",
+    "locked",
+    "first_seen_round",
+    "last_seen_round",
+    "mention_count",
+    "valid_from_round",
+    "invalid_from_round",
+)
+SUMMARY_COLUMNS = (
+    "kind",
+    "audience",
+    "round_from",
+    "round_to",
+    "text",
+    "sections",
+    "method",
+    "version",
+)
+
+
+def _shape(viewer: Viewer) -> tuple[bool, bool]:
+    return (viewer.omniscient, viewer.is_dm)
+
+
+def _slot_viewer(slots, viewer: Viewer) -> Viewer:
+    """The same kind of viewer, its role replaced by a slot (bound at execution)."""
+    if viewer.omniscient:
+        return Viewer(role=None, omniscient=True, is_dm=viewer.is_dm)
+    return Viewer(role=slots.str("role"), is_dm=viewer.is_dm)
+
+
+def _values(viewer: Viewer, **values) -> dict:
+    if not viewer.omniscient:
+        values["role"] = viewer.role or ""
+    return values
+
+
+def _nth_newest_seq(transcript, n: int):
+    """The seq of the Nth-newest turn of ``transcript``, as a subquery (0 with fewer)."""
+    nth = transcript.order_by("-seq").values("seq")[n - 1 : n]
+    return Coalesce(Subquery(nth), Value(0))
+
+
+def window_turn_rows(
+    *,
+    experiment_id: int,
+    viewer: Viewer,
+    from_round: int | None,
+    hinge_from_round: int | None,
+    last_turns: int,
+) -> list[tuple]:
+    """Readable turns of the recent rounds, hinge anchors and the last N transcript turns.
+
+    A UNION of index-friendly parts (an OR would scan the whole history). "Transcript"
+    leaves out monologues, which the loader fetches apart (`own_monologue_rows`).
+    """
+    parts_key = (from_round is not None, hinge_from_round is not None, last_turns)
+    if not any(parts_key):
+        return []
+
+    def build(slots):
+        visible = selectors.turns_visible_to(
+            experiment=slots.int("experiment"), viewer=_slot_viewer(slots, viewer)
+        ).order_by()
+        parts = []
+        if from_round is not None:
+            parts.append(visible.filter(round__gte=slots.int("from_round")))
+        if hinge_from_round is not None:
+            parts.append(visible.filter(hinge=True, round__gte=slots.int("hinge_from_round")))
+        if last_turns:
+            transcript = visible.exclude(kind=Turn.Kind.MONOLOGUE)
+            parts.append(visible.filter(seq__gte=_nth_newest_seq(transcript, last_turns)))
+        parts = [part.values_list(*TURN_COLUMNS) for part in parts]
+        return parts[0].union(*parts[1:]) if len(parts) > 1 else parts[0]
+
+    compiled = compile_once(("window", _shape(viewer), parts_key), build)
+    return compiled.rows(
+        **_values(
+            viewer,
+            experiment=experiment_id,
+            from_round=from_round,
+            hinge_from_round=hinge_from_round,
+        )
+    )
+
+
+def all_turn_rows(*, experiment_id: int, viewer: Viewer) -> list[tuple]:
+    """Every turn ``viewer`` may read, in seq order (``full_history`` only)."""
+
+    def build(slots):
+        return selectors.turns_visible_to(
+            experiment=slots.int("experiment"), viewer=_slot_viewer(slots, viewer)
+        ).values_list(*TURN_COLUMNS)
+
+    compiled = compile_once(("all", _shape(viewer)), build)
+    return compiled.rows(**_values(viewer, experiment=experiment_id))
+
+
+def own_monologue_rows(
+    *, experiment_id: int, viewer: Viewer, speaker: str, count: int
+) -> list[tuple]:
+    """The newest ``count`` monologues of ``speaker`` that ``viewer`` may read."""
+
+    def build(slots):
+        visible = selectors.turns_visible_to(
+            experiment=slots.int("experiment"), viewer=_slot_viewer(slots, viewer)
+        )
+        own = visible.filter(kind=Turn.Kind.MONOLOGUE, speaker=slots.str("speaker"))
+        return own.order_by("-seq").values_list(*TURN_COLUMNS)[:count]
+
+    compiled = compile_once(("monologues", _shape(viewer), count), build)
+    return compiled.rows(**_values(viewer, experiment=experiment_id, speaker=speaker))
+
+
+def whisper_stub_rows(
+    *,
+    experiment_id: int,
+    viewer: Viewer,
+    from_round: int | None,
+    last_turns: int,
+    full: bool = False,
+) -> list[tuple]:
+    """Whispers ``viewer`` may NOT read, only the columns showing they happened.
+
+    Built on `selectors.whisper_existence_for`; ``from_round``/``last_turns`` restrict it to
+    the ranges the window loads; ``full`` takes the whole history (``full_history``).
+    """
+    if not full and from_round is None and not last_turns:
+        return []
+    if full:
+        from_round, last_turns = None, 0
+
+    def build(slots):
+        experiment = slots.int("experiment")
+        unreadable = selectors.whisper_existence_for(
+            experiment=experiment, viewer=_slot_viewer(slots, viewer)
+        )
+        if from_round is not None or last_turns:
+            ranges = Q(pk__in=[])
+            if from_round is not None:
+                ranges |= Q(round__gte=slots.int("from_round"))
+            if last_turns:
+                transcript = selectors.turns_visible_to(
+                    experiment=experiment, viewer=_slot_viewer(slots, viewer)
+                ).exclude(kind=Turn.Kind.MONOLOGUE)
+                ranges |= Q(seq__gte=_nth_newest_seq(transcript, last_turns))
+            unreadable = unreadable.filter(ranges)
+        return unreadable.values_list(*STUB_COLUMNS)
+
+    key = ("stubs", _shape(viewer), from_round is not None, last_turns, full)
+    compiled = compile_once(key, build)
+    return compiled.rows(**_values(viewer, experiment=experiment_id, from_round=from_round))
+
+
+def lore_rows(*, experiment_id: int, viewer: Viewer) -> list[tuple]:
+    """Lore ``viewer`` may read, rejected entries left out, in glossary order."""
+
+    def build(slots):
+        return (
+            selectors.lore_visible_to(
+                experiment=slots.int("experiment"), viewer=_slot_viewer(slots, viewer)
+            )
+            .exclude(status=LoreEntry.Status.REJECTED)
+            .values_list(*LORE_COLUMNS)
+        )
+
+    compiled = compile_once(("lore", _shape(viewer)), build)
+    return compiled.rows(**_values(viewer, experiment=experiment_id))
+
+
+def newest_summary_rows(*, experiment_id: int, viewer: Viewer, own_key: str) -> list[tuple]:
+    """The newest digest ``viewer`` may read and the newest strategic summary of its own
+    audience (``own_key``), in one query.
+
+    Newest written wins: versions are linear and a restore writes a new version, so the
+    last row written for an audience is the one in force.
+    """
+
+    def build(slots):
+        readable = selectors.summaries_visible_to(
+            experiment=slots.int("experiment"), viewer=_slot_viewer(slots, viewer)
+        )
+        newest_digest = readable.filter(kind=Summary.Kind.DIGEST).order_by("-id")
+        newest_strategic = readable.filter(
+            kind=Summary.Kind.STRATEGIC, audience_key=slots.str("own_key")
+        ).order_by("-id")
+        return Summary.objects.filter(
+            Q(pk=Subquery(newest_digest.values("pk")[:1]))
+            | Q(pk=Subquery(newest_strategic.values("pk")[:1]))
+        ).values_list(*SUMMARY_COLUMNS)
+
+    compiled = compile_once(("summaries", _shape(viewer)), build)
+    return compiled.rows(**_values(viewer, experiment=experiment_id, own_key=own_key))
+
+
+# --- full-text retrieval -----------------------------------------------------------------
+
+# PostgreSQL: the newest matches through the GIN index, as a subquery the planner cannot
+# flatten (OFFSET 0): joined directly, it prefers walking the experiment backwards by seq
+# and computing to_tsvector on every row it passes.
+_PG_NEWEST_MATCHES = (
+    "SELECT id FROM campaigns_turn WHERE experiment_id = %s AND "
+    "to_tsvector('english'::regconfig, content) @@ to_tsquery('english'::regconfig, %s)"
+    " ORDER BY seq DESC LIMIT %s OFFSET 0"
+)
+# SQLite: FTS5 rows are keyed by the negated turn id (migration 0008), so ascending rowid
+# order is newest first and FTS5 walks its doclists lazily: with the join below and a
+# LIMIT, the walk stops at the Nth readable hit instead of reading every match of the
+# experiment. CROSS JOIN pins the join order (the FTS table drives).
+_SQLITE_FROM = ' FROM "campaigns_turn" WHERE '
+_SQLITE_JOIN = (
+    ' FROM "campaigns_turn_fts" CROSS JOIN "campaigns_turn"'
+    ' ON "campaigns_turn"."id" = -"campaigns_turn_fts"."rowid"'
+    ' WHERE "campaigns_turn_fts" MATCH %s AND '
+)
+
+
+def search_turn_rows(
+    *,
+    experiment_id: int,
+    viewer: Viewer,
+    words: list[str],
+    before_round: int | None,
+    limit: int,
+    scan_limit: int,
+    columns: tuple[str, ...] = TURN_COLUMNS,
+) -> list[tuple]:
+    """Readable turns matching any of ``words`` (already safe, see `search_words`),
+    newest first, at most ``limit``. ``columns`` must start with ``id, seq``."""
+    if not words or limit < 1:
+        return []
+    vendor = connection.vendor
+    key = ("search", vendor, _shape(viewer), before_round is not None, limit, columns)
+    if vendor == "postgresql":
+        compiled = compile_once(
+            key, lambda slots: _pg_search(slots, viewer, before_round, limit, columns)
+        )
+        values = {"query": " | ".join(words), "scan_limit": scan_limit}
+    elif vendor == "sqlite":
+        compiled = _sqlite_search(key, viewer, before_round, limit, columns)
+        match = f"xexp{experiment_id} AND (" + " OR ".join(f'"{w}"' for w in words) + ")"
+        values = {"match": match}
+    else:  # pragma: no cover - only the two supported databases
+        return []
+    rows = compiled.rows(
+        **_values(viewer, experiment=experiment_id, before_round=before_round, **values)
+    )
+    # SQLite walks by turn id; within an experiment seq grows with id, but say it exactly.
+    return sorted(rows, key=lambda row: -row[1])
+
+
+def _pg_search(slots, viewer, before_round, limit, columns):
+    from django.db.models.expressions import RawSQL
+
+    experiment = slots.int("experiment")
+    newest = RawSQL(_PG_NEWEST_MATCHES, [experiment, slots.str("query"), slots.int("scan_limit")])
+    matching = selectors.turns_visible_to(
+        experiment=experiment, viewer=_slot_viewer(slots, viewer)
+    ).filter(pk__in=newest)
+    if before_round is not None:
+        matching = matching.filter(round__lt=slots.int("before_round"))
+    return matching.order_by("-seq").values_list(*columns)[:limit]
+
+
+def _sqlite_search(key, viewer, before_round, limit, columns) -> Precompiled:
+    def build(slots):
+        matching = selectors.turns_visible_to(
+            experiment=slots.int("experiment"), viewer=_slot_viewer(slots, viewer)
+        )
+        if before_round is not None:
+            matching = matching.filter(round__lt=slots.int("before_round"))
+        return matching.order_by().values_list(*columns)
+
+    base = compile_once(("base", *key), build)
+    if base.sql.count(_SQLITE_FROM) != 1:  # pragma: no cover - guards the rewrite below
+        raise ValueError("Unexpected SQL shape for the FTS join.")
+    found = _joined.get(key)
+    if found is None:
+        sql = base.sql.replace(_SQLITE_FROM, _SQLITE_JOIN)
+        sql += f' ORDER BY "campaigns_turn_fts"."rowid" LIMIT {int(limit)}'
+        found = _joined[key] = Precompiled(sql, (("match", None), *base.params))
+    return found
+
+
+_joined: dict[tuple, Precompiled] = {}

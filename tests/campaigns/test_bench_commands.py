@@ -1,0 +1,35 @@
+"""`manage.py bench` and `bench_import` run end to end and print what they promise.
+
+No timing is asserted (timings go in the benchmark's output, not in tests); these check
+that the table is complete and that nothing a benchmark creates is kept.
+"""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from campaigns.models import Experiment, Turn
+
+pytestmark = pytest.mark.django_db
+
+
+def test_bench_prints_one_row_per_benchmark_against_its_floor_and_keeps_nothing():
+    out = StringIO()
+    call_command("bench", sizes=[16, 40], repeats=1, import_turns=30, stdout=out, stderr=StringIO())
+    text = out.getvalue()
+    for row in ("pack build", "pack cache hit", "import"):
+        assert row in text
+    assert "raw indexed fetch" in text and "raw tiktoken" in text
+    assert "40 vs 16" in text
+    assert Experiment.objects.count() == 0 and Turn.objects.count() == 0
+
+
+def test_bench_import_reports_throughput_against_tiktoken_and_keeps_nothing():
+    out = StringIO()
+    call_command("bench_import", turns=30, repeats=1, stdout=out)
+    assert "30 turns" in out.getvalue()
+    assert "of raw tiktoken" in out.getvalue()
+    assert Experiment.objects.count() == 0
