@@ -7,33 +7,21 @@ while a run is in progress and stops (286, and reloads the page) once it has end
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseStopPolling
-from rest_framework import exceptions as drf
 
-from campaigns.api.access import Access, get_experiment_for
+from campaigns.api.access import Access
+from campaigns.console import access as console_access
 from campaigns.models import Job
 from campaigns.services.arena import arena_start, latest_arena_run
 from campaigns.services.arena.plot import arena_plot
 
 TEMPLATE = "campaigns/console/arena.html"
 ACTIVE = (Job.Status.PENDING, Job.Status.RUNNING)
-
-
-def _editor_access(user, experiment_id: int) -> Access:
-    """The API's access helper, as Django exceptions for a plain view (404 / 403)."""
-    try:
-        return get_experiment_for(user, experiment_id, write=True)
-    except drf.NotFound:
-        raise Http404("Experiment not found.") from None
-    except drf.PermissionDenied:
-        raise PermissionDenied(
-            "Only the experiment's owner (or staff) may see the Arena."
-        ) from None
 
 
 def _context(access: Access, error: str = "") -> dict:
@@ -74,7 +62,7 @@ def _context(access: Access, error: str = "") -> dict:
 @login_required
 @require_http_methods(["GET", "POST"])
 def arena_page(request, experiment_id: int):
-    access = _editor_access(request.user, experiment_id)
+    access = console_access.experiment_for(request, experiment_id, write=True)
     if request.method == "POST":
         try:
             arena_start(experiment=access.experiment, user=request.user)
@@ -101,7 +89,7 @@ def arena_plot_png(request, experiment_id: int):
     """The latest report's plot (retention vs tokens, retention over rounds), as a PNG."""
     import io
 
-    access = _editor_access(request.user, experiment_id)
+    access = console_access.experiment_for(request, experiment_id, write=True)
     run = latest_arena_run(experiment=access.experiment)
     if run is None or not run.report.get("results"):
         raise Http404("No Arena report yet.")
