@@ -16,6 +16,7 @@ from django_htmx.http import HttpResponseStopPolling
 
 from campaigns.api.access import Access
 from campaigns.console import access as console_access
+from campaigns.console.views.base import campaign_context
 from campaigns.models import Job
 from campaigns.services.arena import arena_start, latest_arena_run
 from campaigns.services.arena.plot import arena_plot
@@ -26,6 +27,7 @@ ACTIVE = (Job.Status.PENDING, Job.Status.RUNNING)
 
 def _context(access: Access, error: str = "") -> dict:
     experiment = access.experiment
+    header = campaign_context(access, access.viewer, active="console:arena")
     run = latest_arena_run(experiment=experiment)
     job = experiment.jobs.filter(kind=Job.Kind.ARENA).order_by("-created_at").first()
     report = run.report if run else None
@@ -56,6 +58,7 @@ def _context(access: Access, error: str = "") -> dict:
         "job": job,
         "running": job is not None and job.status in ACTIVE,
         "error": error,
+        **header,
     }
 
 

@@ -15,6 +15,11 @@ Derived facts, for campaigns that declare none (deterministic, in story order):
 - ``secret-<role>``: each participant's secret goal (its key terms, or its first words),
   for its owner only; with a reveal round, ``secret-<role>-revealed`` makes the same
   answer public from the round after it.
+
+A derived fact with an audience keeps only answer strings that are really private: a
+term that also stands in text a role outside the audience reads (a public turn, a bio)
+is no secret, and finding it in that role's pack is no leak. A private fact left with no
+private answer is not derived at all.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from context_engine.memory._text import clip_words, first_sentence
+from context_engine.memory._text import first_sentence
 from context_engine.memory.extraction import extract_candidates, merge_key
 from context_engine.types import LoreView, ParticipantView, TurnView
 from context_engine.visibility import Visibility
@@ -71,6 +76,7 @@ def derive_facts(
     roles = [p.role for p in participants]
     facts: list[FactView] = []
     ordered = sorted(turns, key=lambda t: (t.seq, t.id))
+    facts_from = _PrivateAnswers(ordered, participants)
     for turn in ordered:
         if not turn.hinge or not turn.content:
             continue
@@ -101,14 +107,42 @@ def derive_facts(
     for p in sorted(participants, key=lambda p: p.role):
         if not p.secret.strip() or p.kind == "judge":
             continue
-        answer = _key_terms(p.secret, roles) or (clip_words(first_sentence(p.secret), 6),)
         question = f"What is {p.role}'s secret goal?"
+        # The goal's first words as written (no ellipsis: the answer must match the text).
+        phrase = (" ".join(first_sentence(p.secret).split()[:6]),)
+        answer = _key_terms(p.secret, roles) or phrase
+        # Key terms that others read anyway say nothing secret: then the goal's own words.
+        if facts_from.private(FactView("", 0, (p.role,), answer, "")) is None:
+            answer = phrase
         facts.append(FactView(f"secret-{p.role}", 0, (p.role,), answer, question))
         if p.reveal_round is not None:
             facts.append(
                 FactView(f"secret-{p.role}-revealed", p.reveal_round + 1, None, answer, question)
             )
-    return tuple(facts)
+    return tuple(kept for fact in facts if (kept := facts_from.private(fact)) is not None)
+
+
+class _PrivateAnswers:
+    """Which answer strings of a private fact no outsider reads anywhere."""
+
+    def __init__(self, turns: Sequence[TurnView], participants: Sequence[ParticipantView]):
+        # Tags count as text: packs show them (a thread's name is in every tagged turn).
+        self._turns = [(t.visibility, " ".join((t.content, *t.tags)).lower()) for t in turns]
+        self._public = [p.bio.lower() for p in participants]
+
+    def private(self, fact: FactView) -> FactView | None:
+        if fact.audience is None:
+            return fact
+        audience = set(fact.audience)
+        outside = self._public + [
+            text
+            for visibility, text in self._turns
+            if visibility is None or not set(visibility) <= audience
+        ]
+        answer = tuple(a for a in fact.answer if not any(a.lower() in t for t in outside))
+        if not answer:
+            return None
+        return FactView(fact.id, fact.round, fact.audience, answer, fact.question)
 
 
 def _open_threads(turns: Sequence[TurnView]) -> list[FactView]:
