@@ -49,11 +49,75 @@ _PLACE_OF = re.compile(
     r"empire|dominion|republic)\s+of\s+(?P<name>" + _CAP_NAME + ")"
 )
 PLACE_NOUNS = frozenset(
-    ["city", "town", "village", "hamlet", "port", "capital", "kingdom", "realm", "land", "lands", "isle", "island", "province", "region", "duchy", "county", "barony", "valley", "forest", "fortress", "citadel", "tavern", "inn", "ship", "river", "lake", "mountain", "mountains", "sea", "place", "keep", "tower", "castle", "temple", "street", "road", "district"]
+    [
+        "city",
+        "town",
+        "village",
+        "hamlet",
+        "port",
+        "capital",
+        "kingdom",
+        "realm",
+        "land",
+        "lands",
+        "isle",
+        "island",
+        "province",
+        "region",
+        "duchy",
+        "county",
+        "barony",
+        "valley",
+        "forest",
+        "fortress",
+        "citadel",
+        "tavern",
+        "inn",
+        "ship",
+        "river",
+        "lake",
+        "mountain",
+        "mountains",
+        "sea",
+        "place",
+        "keep",
+        "tower",
+        "castle",
+        "temple",
+        "street",
+        "road",
+        "district",
+    ]
 )
-FACTION_NOUNS = frozenset(["empire", "dominion", "republic", "guild", "order", "faction", "cult", "clan"])
+FACTION_NOUNS = frozenset(
+    ["empire", "dominion", "republic", "guild", "order", "faction", "cult", "clan"]
+)
 ITEM_NOUNS = frozenset(
-    ["sword", "blade", "dagger", "axe", "bow", "staff", "wand", "ring", "amulet", "book", "tome", "scroll", "potion", "gem", "stone", "item", "weapon", "artifact", "relic", "shield", "armor", "armour", "cloak"]
+    [
+        "sword",
+        "blade",
+        "dagger",
+        "axe",
+        "bow",
+        "staff",
+        "wand",
+        "ring",
+        "amulet",
+        "book",
+        "tome",
+        "scroll",
+        "potion",
+        "gem",
+        "stone",
+        "item",
+        "weapon",
+        "artifact",
+        "relic",
+        "shield",
+        "armor",
+        "armour",
+        "cloak",
+    ]
 )
 _MOTION = (
     r"(?:go|goes|going|went|gone|travel\w*|ride|rode|riding|sail\w*|head\w*|return\w*|"
