@@ -446,3 +446,61 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.status} ({self.progress}%)"
+
+
+class VocabularyStat(models.Model):
+    """Running evidence for one candidate term among the turns of one visibility (issue 10).
+
+    The hydrator adds each turn's observations here once (`HydrationCursor` says which
+    turns are in), so hydrating a turn costs O(that turn) instead of rereading history.
+    A row's audience is exactly its turns' visibility: an entry for audience V may only
+    combine rows every member of V can read. Derived data: never shown to anyone.
+    """
+
+    experiment = models.ForeignKey(
+        Experiment, on_delete=models.CASCADE, related_name="vocabulary_stats"
+    )
+    audience = models.JSONField(null=True, blank=True, help_text="null = everyone.")
+    audience_key = models.CharField(max_length=700, default="*")
+    key = models.CharField(max_length=200, help_text="Merge key of the term.")
+    term = models.CharField(max_length=200, help_text="As first written.")
+    kind = models.CharField(max_length=16)
+    category = models.CharField(max_length=16, default="term")
+    cued = models.BooleanField(default=False, help_text="Category from a cue, not a guess.")
+    sentence = models.TextField(blank=True, help_text="First-use sentence.")
+    first_seq = models.PositiveIntegerField(default=0)
+    first_round = models.PositiveIntegerField(default=0)
+    last_round = models.PositiveIntegerField(default=0)
+    mentions = models.PositiveIntegerField(default=0)
+    turns = models.PositiveIntegerField(default=0)
+    mid = models.PositiveIntegerField(default=0, help_text="Capitalised uses mid-sentence.")
+    named = models.BooleanField(default=False, help_text="Introduced by a naming pattern.")
+    source_turn_ids = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["experiment_id", "key", "audience_key"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["experiment", "key", "audience_key"], name="vocab_unique_key_audience"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} [{self.audience_key}]"
+
+
+class HydrationCursor(models.Model):
+    """How far the World Bible hydrator has read an experiment's log (turn seq).
+
+    Turns up to ``seq`` are in the vocabulary statistics exactly once; the row is locked
+    while a batch is added, so parallel hydrate tasks serialise and reruns add nothing.
+    """
+
+    experiment = models.OneToOneField(
+        Experiment, on_delete=models.CASCADE, related_name="hydration_cursor"
+    )
+    seq = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"hydrated to seq {self.seq}"

@@ -48,7 +48,7 @@ def pack_input_for_role(
     dm_roles = tuple(sorted(p.role for p in participants if p.kind == Participant.Kind.DM))
     dm_roles = dm_roles or ("DM",)
     config = adapters.pack_config(experiment)
-    current_round = experiment.current_round or 0
+    current_round = experiment.newest_turn_round or 0  # lead: switch to the clock field
     events = tuple(
         adapters.event_view(event)
         for event in reversed(
@@ -113,7 +113,7 @@ def _experiment_with_state(experiment_id: int) -> Experiment:
     )
     return (
         Experiment.objects.select_related("world_state")
-        .annotate(current_round=Subquery(newest_round))
+        .annotate(newest_turn_round=Subquery(newest_round))
         .get(pk=experiment_id)
     )
 

@@ -8,7 +8,7 @@ observations, and ask `admits` whether a term has now earned an entry. Rules (is
   is only ever capitalised at a sentence start is just a sentence start) and two mentions.
 - Anything else needs two mentions, except when a naming pattern introduces it ("a dwarf
   named Brannoc", "the city of Lowmere") or the DM tagged it.
-- Coined phrases built from common words ("trust ledger", "moon-wells") need three turns.
+- Coined phrases built from common words ("trust ledger") need three uses.
 - Out-of-character talk is never a source (`tabletalk.strip_out_of_character`).
 """
 
@@ -23,7 +23,6 @@ from context_engine.memory.extraction import _hits_in_sentence, _lower_runs, _qu
 from context_engine.memory.tabletalk import is_table_word, strip_out_of_character
 from context_engine.memory.vocabulary import (
     COMMON_ZIPF,
-    NAME_ZIPF,
     RARE_ZIPF,
     STOPWORDS,
     TITLES,
@@ -36,7 +35,7 @@ from context_engine.memory.vocabulary import (
 NAME, COMPOUND, PHRASE, WORD, COMMON = "name", "compound", "phrase", "word", "common"
 KIND_ORDER = (NAME, COMPOUND, PHRASE, WORD, COMMON)
 _RIGHT_TRIM_ZIPF = 4.5  # a phrase does not end in a word this common
-COMMON_TURNS = 3  # a coined phrase of common words must recur in this many turns
+COMMON_USES = 3  # a coined phrase of common words must be used this many times
 
 _CAP_NAME = r"[A-Z][\w'’-]*(?:\s+(?:of\s+(?:the\s+)?|the\s+)?[A-Z][\w'’-]*)*"
 _NAMED = re.compile(
@@ -218,7 +217,9 @@ def _phrases_in_sentence(sentence: str, known: frozenset[str]) -> list[tuple[str
             for start in range(len(run) - size + 1):
                 words = run[start : start + size]
                 phrase = tuple(words)
-                if _qualifies(phrase):
+                if any("-" in w for w in words):
+                    continue  # a hyphenated compound is a candidate of its own
+                if _qualifies(phrase) and min(base_zipf(w) for w in words) < RARE_ZIPF:
                     while (
                         len(words) > 2
                         and zipf(words[0]) >= COMMON_ZIPF
@@ -244,10 +245,17 @@ def _phrases_in_sentence(sentence: str, known: frozenset[str]) -> list[tuple[str
     return found
 
 
-def _hyphen_kind(term: str) -> str:
-    parts = term.lower().split("-")
-    rarest = min(max(zipf(p), zipf(singular(p))) for p in parts)
-    return COMMON if rarest >= NAME_ZIPF else COMPOUND
+def base_zipf(word: str) -> float:
+    """Frequency of a word or of its plain form ("glows" → "glow", "burned" → "burn")."""
+    word = word.lower()
+    forms = [word, singular(word)]
+    if word.endswith("ed"):
+        forms += [word[:-2], word[:-1]]
+    if word.endswith("ing"):
+        forms += [word[:-3], word[:-3] + "e"]
+    if word.endswith("es"):
+        forms.append(word[:-2])
+    return max(zipf(form) for form in forms if form)
 
 
 def observe(
@@ -276,7 +284,7 @@ def observe(
                 camel = single and re.search(r"[a-z][A-Z]", term) is not None
                 kind = WORD if single and not camel else NAME
             else:
-                kind = _hyphen_kind(term)
+                kind = COMPOUND  # everyday hyphenations never got here (is_coined_compound)
             hits.append((term, at_start, kind))
         for phrase, kind in _phrases_in_sentence(sentence, known_phrases):
             hits.append((phrase, False, kind))
@@ -325,7 +333,7 @@ def admits(kind: str, *, mentions: int, turns: int, mid: int, named: bool) -> bo
     if named:
         return True
     if kind == COMMON:
-        return turns >= COMMON_TURNS
+        return mentions >= COMMON_USES
     if kind == PHRASE:
         return turns >= 2
     if kind == WORD:
