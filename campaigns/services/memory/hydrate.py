@@ -61,7 +61,13 @@ log = logging.getLogger(__name__)
 
 DEFINE_ACTOR = "task:define"
 BATCH_TURNS = 2000  # one batch (one task step) reads at most this many turns
-__all__ = ["HYDRATE_ACTOR", "INVALIDATING_TAGS", "hydrate_experiment", "hydrate_turn"]
+__all__ = [
+    "HYDRATE_ACTOR",
+    "INVALIDATING_TAGS",
+    "hydrate_batch",
+    "hydrate_experiment",
+    "hydrate_turn",
+]
 
 
 @dataclass
