@@ -122,9 +122,12 @@ def hydrate_batch(
                 report.hydrated_to = up_to_seq
             return report
         batch = Batch(experiment, roles=roles, dms=dms)
+        known = len(batch.known_phrases)
         observed = [batch.observe(turn) for turn in turns]
-        batch.load_stats(o.key for obs in observed for o in obs)
+        batch.load_stats(o.key for obs in observed for o in obs)  # one query, not one a turn
         for turn, observations in zip(turns, observed, strict=True):
+            if len(batch.known_phrases) != known:  # a coined phrase was marked meanwhile
+                observations = None  # re-observe: its plain uses count from now on
             batch.add(turn, observations)
         batch.flush()
         last = turns[-1].seq
