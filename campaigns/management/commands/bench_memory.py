@@ -20,7 +20,12 @@ from django.db import transaction
 
 from campaigns import bench
 from campaigns.models import Job, Turn
-from campaigns.services.memory import hydrate_experiment, hydrate_turn, run_command
+from campaigns.services.memory import (
+    hydrate_experiment,
+    hydrate_turn,
+    memory_job_run,
+    run_command,
+)
 from campaigns.services.memory.audiences import audiences_for
 from campaigns.services.memory.digests import summarize_one
 from campaigns.services.transcripts import export_transcript, import_transcript
@@ -128,8 +133,11 @@ class Command(BaseCommand):
                 took_import = time.perf_counter() - started
                 started = time.perf_counter()
                 job = run_command(experiment=imported, command="checkpoint", user=None)
+                # Inside this rolled-back transaction nothing is sent on commit: run the
+                # job's steps here, as the worker would, one batch per step.
+                while job.status in (Job.Status.PENDING, Job.Status.RUNNING):
+                    job = memory_job_run(job=job)
                 took_checkpoint = time.perf_counter() - started
-                job = Job.objects.get(pk=job.pk)
                 self.stdout.write(
                     f"import of {size} turns {took_import:.2f}s, /checkpoint "
                     f"{took_checkpoint:.2f}s ({job.status}): ratio "
