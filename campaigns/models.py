@@ -309,6 +309,22 @@ class Summary(models.Model):
     method = models.CharField(max_length=16, choices=Method.choices, default=Method.FALLBACK)
     model = models.CharField(max_length=100, blank=True)
     version = models.PositiveIntegerField(default=1)
+    restored_from = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The older version this one restores (a DM's restore), if any.",
+    )
+    restored_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Who restored it.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -343,6 +343,8 @@ def summary_restore(*, summary: Summary, user) -> Summary:
                     method=summary.method,
                     model=summary.model,
                     version=(latest.version + 1) if latest else 1,
+                    restored_from=summary,
+                    restored_by=user if getattr(user, "pk", None) else None,
                 )
         except IntegrityError:
             continue
