@@ -15,6 +15,7 @@ import time
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from context_engine.llm.base import LLMClient, call_with_retries, is_offline
 from context_engine.memory._text import clip_words, first_sentence, sentences, squash
@@ -56,6 +57,7 @@ def _strip_possessive(word: str) -> str:
     return re.sub(r"['’]s$", "", word)
 
 
+@lru_cache(maxsize=65536)
 def _kind(word: str) -> str:
     letters = word.replace("_", "").replace("-", "")
     if letters.isupper() and len(letters) >= 2:

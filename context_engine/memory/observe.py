@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from context_engine.memory._text import sentences
 from context_engine.memory.extraction import _hits_in_sentence, _lower_runs, _qualifies, merge_key
@@ -196,6 +197,7 @@ def _naming(sentence: str) -> dict[str, str]:
     return named
 
 
+@lru_cache(maxsize=65536)
 def _content(word: str) -> bool:
     return (
         word not in STOPWORDS
@@ -213,13 +215,16 @@ def _phrases_in_sentence(sentence: str, known: frozenset[str]) -> list[tuple[str
         if 2 <= len(words) <= 3 and all(_content(w.strip("-")) for w in words):
             found.append((" ".join(words), COMMON))
     for run in _lower_runs(sentence):
+        has_rare = any(base_zipf(w) < RARE_ZIPF for w in run)
+        if not has_rare and not known:
+            continue  # the common case: nothing in this run can be a phrase
         for size in (2, 3, 4):
             for start in range(len(run) - size + 1):
                 words = run[start : start + size]
                 phrase = tuple(words)
                 if any("-" in w for w in words):
                     continue  # a hyphenated compound is a candidate of its own
-                if _qualifies(phrase) and min(base_zipf(w) for w in words) < RARE_ZIPF:
+                if has_rare and _qualifies(phrase) and min(base_zipf(w) for w in words) < RARE_ZIPF:
                     while (
                         len(words) > 2
                         and zipf(words[0]) >= COMMON_ZIPF
@@ -238,13 +243,14 @@ def _phrases_in_sentence(sentence: str, known: frozenset[str]) -> list[tuple[str
                         continue  # "trust-ledgers grow": the compound is the term
                     if _qualifies(tuple(words)):
                         found.append((" ".join(words), PHRASE))
-                elif size <= 3 and all(_content(w) for w in words):
+                elif known and size <= 3 and all(_content(w) for w in words):
                     key = merge_key(" ".join(words))
                     if key in known:
                         found.append((" ".join(words), COMMON))
     return found
 
 
+@lru_cache(maxsize=65536)
 def base_zipf(word: str) -> float:
     """Frequency of a word or of its plain form ("glows" → "glow", "burned" → "burn")."""
     word = word.lower()

@@ -21,6 +21,7 @@ from campaigns.services.memory.audiences import audience_of_role, audiences_for
 from campaigns.services.memory.digests import latest_summary, summarize_one
 from campaigns.services.memory.dispatch import send_on_commit
 from campaigns.services.memory.hydrate import hydrate_batch
+from campaigns.services.memory.vetting import vet_entries
 from context_engine.visibility import audience_key
 
 log = logging.getLogger(__name__)
@@ -117,7 +118,14 @@ def memory_job_run(*, job: Job) -> Job:
             )
             send_on_commit("run_memory_job", str(job.pk))
             return Job.objects.get(pk=job.pk)
-        _progress(job, 9, "World Bible current", result=job.result)
+        if "vetted" not in job.result:
+            _progress(job, 9, "Vetting new World Bible proposals", result=job.result)
+            try:
+                job.result = {**job.result, "vetted": vet_entries(experiment=experiment)}
+            except Exception:  # vetting is optional: the rules' proposals stand
+                log.exception("vetting failed for experiment %s", experiment.pk)
+                job.result = {**job.result, "vetted": {"vetted": 0, "rejected": 0}}
+        _progress(job, 10, "World Bible current", result=job.result)
         if event.role:
             targets = [audience_of_role(experiment=experiment, role=event.role)]
         else:

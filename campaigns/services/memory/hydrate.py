@@ -46,6 +46,7 @@ from campaigns.selectors import OMNISCIENT, dm_roles, turns_visible_to
 from campaigns.services.memory.audiences import digest_turns
 from campaigns.services.memory.backends import (
     definer_client,
+    definer_configured,
     mark_down,
     mark_up,
     model_down,
@@ -109,7 +110,16 @@ def hydrate_batch(
         turns = [
             turn_view(t, dms)
             for t in rows.order_by("seq").only(
-                "id", "seq", "round", "speaker", "kind", "content", "visibility", "tags", "hinge"
+                "id",
+                "seq",
+                "round",
+                "speaker",
+                "kind",
+                "content",
+                "visibility",
+                "tags",
+                "hinge",
+                "tokens",
             )[: limit + 1]
         ]
         report.done = len(turns) <= limit
@@ -140,7 +150,7 @@ def hydrate_batch(
         report.created = [s.pk for s in batch.created]
         report.updated = [s.pk for s in batch.updated if s.pk not in report.created]
         report.invalidated = [s.pk for s in batch.invalidated if s.pk is not None]
-        if report.created and not is_offline(definer_client(experiment)):
+        if report.created and definer_configured(experiment):
             for pk in report.created:
                 send_on_commit("define_term", pk)
     return report
@@ -185,7 +195,7 @@ def define_term(*, entry: LoreEntry) -> str | None:
         return None
     if entry.status == LoreEntry.Status.REJECTED:
         return None
-    if entry.revisions.filter(actor=DEFINE_ACTOR).exists():
+    if entry.revisions.filter(actor__in=[DEFINE_ACTOR, "task:vet"]).exists():
         return None  # already defined by a model: a rerun adds nothing
     if entry.revisions.filter(actor__startswith="user:").exists():
         return None  # a person has taken this entry over
