@@ -53,7 +53,8 @@ def _unvetted(experiment: Experiment):
 
 def _proposal(entry: LoreEntry, dms: tuple[str, ...]) -> Proposal:
     audience = parse_stored_visibility(entry.audience, dms)
-    sources = [turn_view(t, dms) for t in digest_turns(entry.source_turns.order_by("seq")[:10])]
+    rows = digest_turns(entry.source_turns.all()).order_by("seq")[:10]
+    sources = [turn_view(t, dms) for t in rows]
     sentences: list[str] = []
     for turn in usable_sources(sources, audience):
         sentences += sentences_mentioning(entry.term, turn.content)
