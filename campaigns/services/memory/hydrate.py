@@ -29,7 +29,7 @@ Rules, in the order they apply to one turn T with audience V (T's visibility):
 
 Incremental and idempotent: the experiment's `HydrationCursor` says which turns are in
 the statistics; a batch locks it, reads only the turns after it (at most
-``BATCH_TURNS``), and moves it. A rerun or a redelivered task finds nothing new.
+``BABEL_HYDRATE_BATCH_TURNS``), and moves it. A rerun or a redelivered task finds nothing new.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -61,7 +62,6 @@ from context_engine.visibility import parse_stored_visibility
 log = logging.getLogger(__name__)
 
 DEFINE_ACTOR = "task:define"
-BATCH_TURNS = 2000  # one batch (one task step) reads at most this many turns
 __all__ = [
     "HYDRATE_ACTOR",
     "INVALIDATING_TAGS",
@@ -93,11 +93,12 @@ class HydrateReport:
 
 
 def hydrate_batch(
-    *, experiment: Experiment, up_to_seq: int | None = None, limit: int = BATCH_TURNS
+    *, experiment: Experiment, up_to_seq: int | None = None, limit: int | None = None
 ) -> HydrateReport:
     """Add the next turns after the cursor (at most ``limit``, up to ``up_to_seq``) to the
     statistics and the World Bible, in one transaction. ``done`` says nothing is left."""
     report = HydrateReport()
+    limit = limit or int(settings.BABEL_HYDRATE_BATCH_TURNS)
     dms = dm_roles(experiment=experiment)
     roles = sorted(experiment.participants.values_list("role", flat=True))
     with transaction.atomic():
