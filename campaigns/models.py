@@ -520,3 +520,36 @@ class HydrationCursor(models.Model):
 
     def __str__(self) -> str:
         return f"hydrated to seq {self.seq}"
+
+
+class RetrievalPin(models.Model):
+    """Results of a role's /search, /lore or /timeline, kept for its next pack (SPEC §5.8).
+
+    Holds only ids: the pack re-reads them through the visibility selector as that role,
+    so a pin can never show more than the role may read at pack time. A pin applies until
+    the role posts its next turn (``seq`` is the experiment's last turn when it was made).
+    """
+
+    experiment = models.ForeignKey(
+        Experiment, on_delete=models.CASCADE, related_name="retrieval_pins"
+    )
+    role = models.CharField(max_length=64)
+    command = models.CharField(max_length=16)
+    query = models.CharField(max_length=200)
+    seq = models.PositiveIntegerField(default=0)
+    turn_ids = models.JSONField(default=list, blank=True)
+    lore_ids = models.JSONField(default=list, blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["experiment_id", "role", "id"]
+        indexes = [
+            # Pack building: "pins of E for role R newer than its last turn".
+            models.Index(fields=["experiment", "role", "seq"], name="pin_by_role"),
+        ]
+
+    def __str__(self) -> str:
+        return f"/{self.command} {self.query} for {self.role}"

@@ -20,6 +20,7 @@ from django.db.models.functions import Coalesce
 
 from campaigns import adapters, selectors
 from campaigns.models import ContextEvent, Experiment, LoreEntry, Participant, Summary, Turn
+from campaigns.services.memory.retrieval import pinned_for_role
 from context_engine.commands import history_needs
 from context_engine.pack import build_pack
 from context_engine.types import Pack, PackInput
@@ -82,6 +83,14 @@ def pack_input_for_role(
         )
         retrieval = adapters.turn_views(hits, dm_roles)
 
+    pinned_turns, pinned_lore = pinned_for_role(
+        experiment_id=experiment_id, role=role, viewer=viewer
+    )
+    pinned = (
+        *(adapters.lore_view(entry, dm_roles) for entry in pinned_lore),
+        *adapters.turn_views(pinned_turns, dm_roles),
+    )
+
     lore = (
         selectors.lore_visible_to(experiment=experiment_id, viewer=viewer)
         .exclude(status=LoreEntry.Status.REJECTED)
@@ -103,6 +112,7 @@ def pack_input_for_role(
         world_state=adapters.world_state_view(getattr(experiment, "world_state", None)),
         retrieval_turns=retrieval,
         events=events,
+        pinned_retrieval=pinned,
     )
 
 
