@@ -81,6 +81,7 @@ class DigestPlan:
     previous: Summary | None
     turns: tuple[Turn, ...]
     round_to: int
+    late: bool = False  # revealed turns folded in after the fact: coverage does not move
 
     @property
     def version(self) -> int:
@@ -88,7 +89,10 @@ class DigestPlan:
 
     @property
     def covered_seq(self) -> int:
-        return max(turn.seq for turn in self.turns)
+        newest = max(turn.seq for turn in self.turns)
+        if self.late and self.previous is not None:
+            return max(newest, self.previous.covered_seq)
+        return newest
 
 
 def plan_digest(
