@@ -4,12 +4,14 @@ derived before the reveal stays as it was; nothing is folded twice (issue 10, SP
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from campaigns import tasks
 from campaigns.models import LoreEntry, Summary, Turn, VisibilityChange
-from campaigns.selectors import lore_visible_to, viewer_for_role
+from campaigns.selectors import lore_visible_to, summaries_visible_to, viewer_for_role
 from campaigns.services.memory import run_command
-from tests.factories import make_turn
+from tests.factories import make_experiment, make_turn
 
 pytestmark = pytest.mark.django_db
 
@@ -101,3 +103,36 @@ def test_a_reveal_to_one_more_player_does_not_reach_the_others(campaign, owner, 
     assert "*" not in {
         k for k in others if LoreEntry.objects.filter(audience_key=k, term="Quillstone").exists()
     }
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(widened=st.sampled_from([["Cassia", "DM", "Thorin"], None, ["Cassia", "DM"]]))
+def test_after_any_reveal_a_role_gets_the_turn_only_if_it_may_read_it_now(
+    owner, django_capture_on_commit_callbacks, widened
+):
+    campaign = make_experiment(owner=owner)  # a fresh campaign per example
+    make_turn(campaign, round=1, content="Rain over the harbour.")
+    whisper = make_turn(
+        campaign,
+        round=1,
+        speaker="Cassia",
+        kind="whisper",
+        content="Cassia, to the DM: the Zorvquill sleeps. The Zorvquill wakes at dusk.",
+        visibility=["Cassia", "DM"],
+        hinge=True,
+    )
+    make_turn(campaign, round=2, content="Morning; gulls.")  # digests cover past the whisper
+    with django_capture_on_commit_callbacks(execute=True):
+        run_command(experiment=campaign, command="checkpoint", user=owner)
+    change = reveal(whisper, widened, owner)
+    tasks.rederive_reveal.apply(args=[change.pk]).get()
+    for role in ("Thorin", "Cassia", "DM"):
+        may = widened is None or role in widened
+        viewer = viewer_for_role(experiment=campaign, role=role)
+        lore = " ".join(
+            f"{e.term} {e.definition}" for e in lore_visible_to(experiment=campaign, viewer=viewer)
+        )
+        digests = summaries_visible_to(experiment=campaign, viewer=viewer)
+        sources = [i for s in digests for i in s.source_turn_ids]
+        assert ("Zorvquill" in lore) == may, role
+        assert (whisper.pk in sources) == may, role
