@@ -12,7 +12,7 @@ keys), never O(history). Rules about audiences are the hydrator's (module doc of
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -188,12 +188,18 @@ class Batch:
     def observe(self, turn: TurnView) -> list[Observation]:
         if is_ooc_speaker(turn.speaker):
             return []
-        return observe(
+        found = observe(
             turn.content,
             ignore=self.roles,
             known_phrases=frozenset(self.known_phrases),
             tags=tag_names(turn),
         )
+        # A "name" longer than a column holds is a shouted sentence, not lore.
+        return [
+            o if len(o.term) <= MAX_TERM_CHARS else replace(o, term=o.term[:MAX_TERM_CHARS])
+            for o in found
+            if len(o.key) <= MAX_TERM_CHARS
+        ]
 
     def _match(self, akey: str, key: str) -> EntryState | None:
         entries = self.keys.get(akey, {})

@@ -375,3 +375,12 @@ def test_the_definer_model_follows_the_experiment_config(campaign, gemini):
     hydrate(make_turn(campaign, round=1, content="The ember-glass rings. Cold ember-glass cracks."))
     assert define_term(entry=entry(campaign, "ember-glass")) is None
     assert not gemini.requests
+
+
+def test_a_shouted_run_of_capitalised_words_longer_than_a_term_is_skipped(campaign):
+    shout = " ".join(["Very Long Shouted Words"] * 20)  # 480 characters, one "name"
+    hydrate(
+        make_turn(campaign, round=1, content=f"{shout}. The Mirrorgate opens."),
+        make_turn(campaign, round=1, content=f"{shout}. Beyond the Mirrorgate, fog."),
+    )
+    assert list(LoreEntry.objects.values_list("term", flat=True)) == ["Mirrorgate"]
