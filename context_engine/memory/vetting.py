@@ -68,10 +68,11 @@ def vet_proposals(
     attempts: int = 2,
     sleep: Callable[[float], None] = time.sleep,
     max_words: int = 40,
-) -> dict[str, Verdict]:
-    """Verdicts by term for the proposals the model answered; {} offline or on failure."""
+) -> dict[str, Verdict] | None:
+    """Verdicts by term for the proposals the model answered ({} when it answered none);
+    None offline or when the model failed."""
     if not proposals or client is None or is_offline(client):
-        return {}
+        return None
     lines = []
     for proposal in proposals:
         quoted = " | ".join(squash(s) for s in proposal.sentences[:3])
@@ -87,7 +88,7 @@ def vet_proposals(
             sleep=sleep,
         )
     except Exception:  # any model failure: the rules' proposals stand
-        return {}
+        return None
     asked = {p.term.casefold(): p for p in proposals}
     verdicts: dict[str, Verdict] = {}
     for item in data.get("terms") or []:

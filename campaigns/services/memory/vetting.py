@@ -31,6 +31,7 @@ from context_engine.memory.vetting import Proposal, vet_proposals
 from context_engine.visibility import parse_stored_visibility
 
 VET_ACTOR = "task:vet"
+SEEN_ACTOR = "task:vet-seen"  # sent to the model, not answered: the definer may still try
 VET_BATCH = 25
 SENTENCES_PER_TERM = 3
 
@@ -76,8 +77,8 @@ def vet_entries(*, experiment: Experiment, max_batches: int = 4) -> dict[str, in
         verdicts = vet_proposals(
             [p for p in proposals.values() if p.sentences], client=client, sleep=scaled_sleep
         )
-        if not verdicts:
-            mark_down(client)
+        if verdicts is None:
+            mark_down(client)  # it failed: the next memory calls go straight to fallbacks
             break
         mark_up(client)
         for entry in entries:
@@ -87,7 +88,7 @@ def vet_entries(*, experiment: Experiment, max_batches: int = 4) -> dict[str, in
                 counts["rejected"] += 0 if verdict.keep else 1
             else:  # not answered: mark it seen, so the next batch moves on
                 LoreRevision.objects.create(
-                    entry=entry, actor=VET_ACTOR, changes={"vetted": [None, False]}
+                    entry=entry, actor=SEEN_ACTOR, changes={"vetted": [None, False]}
                 )
     return counts
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from campaigns.models import Experiment, LoreEntry, Turn
 from tests.campaigns.api.conftest import ALLOWED, FORBIDDEN
+from tests.factories import make_turn
 
 pytestmark = pytest.mark.django_db
 
@@ -125,6 +126,14 @@ def test_nothing_leaks_after_the_memory_pipeline_ran(
     """Derived artifacts too: after a /checkpoint (World Bible extraction from every turn,
     a digest per audience) the player's sweep still finds no private text."""
     url = f"/api/experiments/{secrets_campaign.experiment.pk}/commands/"
+    make_turn(  # a private coined term, named twice: the World Bible makes a private entry
+        secrets_campaign.experiment,
+        round=1,
+        speaker="Cassia",
+        kind="whisper",
+        content="Cassia, to the DM: the Vexhollow key is mine. Keep the Vexhollow key.",
+        visibility=["Cassia", "DM"],
+    )
     with django_capture_on_commit_callbacks(execute=True):
         response = api(owner).post(url, {"command": "checkpoint"}, format="json")
     assert response.status_code == 202
