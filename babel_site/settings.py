@@ -198,6 +198,8 @@ LLM_TIMEOUT_SECONDS = _int("BABEL_LLM_TIMEOUT", 30, minimum=1)
 BABEL_LLM_RETRY_BASE_DELAY = _float("BABEL_LLM_RETRY_BASE_DELAY", 0.5)
 # After a model has failed all its retries, skip it for this long (the fallback is used).
 BABEL_LLM_BREAKER_SECONDS = _int("BABEL_LLM_BREAKER_SECONDS", 60, minimum=0)
+# World Bible hydration reads at most this many turns per batch (one task step).
+BABEL_HYDRATE_BATCH_TURNS = _int("BABEL_HYDRATE_BATCH_TURNS", 2000, minimum=1)
 
 # --- Babel ------------------------------------------------------------------------------
 BABEL_MAX_CONTENT_CHARS = _int("BABEL_MAX_CONTENT_CHARS", 100_000, minimum=1)

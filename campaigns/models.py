@@ -317,6 +317,22 @@ class Summary(models.Model):
     method = models.CharField(max_length=16, choices=Method.choices, default=Method.FALLBACK)
     model = models.CharField(max_length=100, blank=True)
     version = models.PositiveIntegerField(default=1)
+    restored_from = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The older version this one restores (a DM's restore), if any.",
+    )
+    restored_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Who restored it.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -554,3 +570,94 @@ class TurnRevision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} of #{self.seq} ({self.kind})"
+
+
+class VocabularyStat(models.Model):
+    """Running evidence for one candidate term among the turns of one visibility (issue 10).
+
+    The hydrator adds each turn's observations here once (`HydrationCursor` says which
+    turns are in), so hydrating a turn costs O(that turn) instead of rereading history.
+    A row's audience is exactly its turns' visibility: an entry for audience V may only
+    combine rows every member of V can read. Derived data: never shown to anyone.
+    """
+
+    experiment = models.ForeignKey(
+        Experiment, on_delete=models.CASCADE, related_name="vocabulary_stats"
+    )
+    audience = models.JSONField(null=True, blank=True, help_text="null = everyone.")
+    audience_key = models.CharField(max_length=700, default="*")
+    key = models.CharField(max_length=200, help_text="Merge key of the term.")
+    term = models.CharField(max_length=200, help_text="As first written.")
+    kind = models.CharField(max_length=16)
+    category = models.CharField(max_length=16, default="term")
+    cued = models.BooleanField(default=False, help_text="Category from a cue, not a guess.")
+    sentence = models.TextField(blank=True, help_text="First-use sentence.")
+    first_seq = models.PositiveIntegerField(default=0)
+    first_round = models.PositiveIntegerField(default=0)
+    last_round = models.PositiveIntegerField(default=0)
+    mentions = models.PositiveIntegerField(default=0)
+    turns = models.PositiveIntegerField(default=0)
+    mid = models.PositiveIntegerField(default=0, help_text="Capitalised uses mid-sentence.")
+    named = models.BooleanField(default=False, help_text="Introduced by a naming pattern.")
+    source_turn_ids = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["experiment_id", "key", "audience_key"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["experiment", "key", "audience_key"], name="vocab_unique_key_audience"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} [{self.audience_key}]"
+
+
+class HydrationCursor(models.Model):
+    """How far the World Bible hydrator has read an experiment's log (turn seq).
+
+    Turns up to ``seq`` are in the vocabulary statistics exactly once; the row is locked
+    while a batch is added, so parallel hydrate tasks serialise and reruns add nothing.
+    """
+
+    experiment = models.OneToOneField(
+        Experiment, on_delete=models.CASCADE, related_name="hydration_cursor"
+    )
+    seq = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"hydrated to seq {self.seq}"
+
+
+class RetrievalPin(models.Model):
+    """Results of a role's /search, /lore or /timeline, kept for its next pack (SPEC §5.8).
+
+    Holds only ids: the pack re-reads them through the visibility selector as that role,
+    so a pin can never show more than the role may read at pack time. A pin applies until
+    the role posts its next turn (``seq`` is the experiment's last turn when it was made).
+    """
+
+    experiment = models.ForeignKey(
+        Experiment, on_delete=models.CASCADE, related_name="retrieval_pins"
+    )
+    role = models.CharField(max_length=64)
+    command = models.CharField(max_length=16)
+    query = models.CharField(max_length=200)
+    seq = models.PositiveIntegerField(default=0)
+    turn_ids = models.JSONField(default=list, blank=True)
+    lore_ids = models.JSONField(default=list, blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["experiment_id", "role", "id"]
+        indexes = [
+            # Pack building: "pins of E for role R newer than its last turn".
+            models.Index(fields=["experiment", "role", "seq"], name="pin_by_role"),
+        ]
+
+    def __str__(self) -> str:
+        return f"/{self.command} {self.query} for {self.role}"

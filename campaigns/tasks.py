@@ -13,7 +13,7 @@ import uuid
 
 from celery import shared_task
 
-from campaigns.models import Experiment, Job, LoreEntry, Turn
+from campaigns.models import Experiment, Job, LoreEntry, Turn, VisibilityChange
 from campaigns.services import arena, maintenance, memory, relay
 from campaigns.services.memory.dispatch import send_on_commit
 
@@ -99,3 +99,13 @@ def run_arena(job_id: str) -> str | None:
     if job is None:
         return None
     return arena.arena_job_run(job=job).status
+
+
+@shared_task(acks_late=True, soft_time_limit=150, time_limit=180)
+def rederive_reveal(change_id: int) -> dict | None:
+    """After a reveal: the new audience's World Bible and digests include the turn."""
+    change = VisibilityChange.objects.select_related("turn", "experiment").filter(pk=change_id)
+    change = change.first()
+    if change is None:
+        return None
+    return memory.reveal_rederive(change=change)

@@ -46,6 +46,7 @@ class View:
     retrieval_turns: tuple[TurnView, ...]  # readable search hits, in full-text rank order
     cut: Cut | None
     events: tuple[TrimEvent, ...] = field(default=())
+    pinned: tuple = ()  # readable results of the role's own active retrieval (TurnView|LoreView)
 
 
 _KIND_ORDER = {"dm": 0, "player": 1, "judge": 2}
@@ -143,7 +144,17 @@ def gather(inp: PackInput, *, keep_all_monologues: bool = False) -> View:
         and readable_turn(t, role, omniscient)
         and (omniscient or t.kind != "monologue")
     )
+    pinned = tuple(
+        item
+        for item in inp.pinned_retrieval
+        if (
+            can_read(item.audience, role, omniscient=omniscient)
+            if isinstance(item, LoreView)
+            else readable_turn(item, role, omniscient) and (omniscient or item.kind != "monologue")
+        )
+    )
     return View(
+        pinned=pinned,
         role=role,
         participant=participant,
         omniscient=omniscient,

@@ -77,10 +77,23 @@ def rank(
     cold_fields: list[StateFieldView],
     older_turns: list[TurnView],
     search_hits: tuple[TurnView, ...],
+    pinned: tuple[TurnView | LoreView, ...] = (),
 ) -> list[Hit]:
-    """The hits to show, best first: lore/state picks, then turn picks."""
+    """The hits to show, best first: pinned results of the agent's own /search, /lore or
+    /timeline (active retrieval, shown even when strain turns passive retrieval off),
+    then lore/state picks, then turn picks."""
+    pinned_hits: list[Hit] = []
+    pinned_ids: set[int] = set()
+    for item in pinned:
+        if isinstance(item, LoreView):
+            line = lore_line(item)
+            pinned_hits.append(Hit(line, f"lore:{item.id}", "lore", textops.count(line) + 1))
+        else:
+            line, cost = _snippet(turn_entry(item))
+            pinned_hits.append(Hit(line, f"turn:{item.id}", "turn", cost))
+            pinned_ids.add(item.id)
     if preset is None:
-        return []
+        return pinned_hits
     lore_quota, turn_quota = PRESETS.get(preset, PRESETS["standard"])
     facts: list[tuple[tuple, LoreView | StateFieldView]] = []
     for entry in lore:
@@ -103,7 +116,7 @@ def rank(
         fact_hits.append(Hit(line, ref, kind, textops.count(line) + 1))
 
     turns: list[tuple[tuple, TurnView]] = []
-    seen: set[int] = set()
+    seen: set[int] = set(pinned_ids)
     ranked_sources = [(position, t) for position, t in enumerate(search_hits)]
     ranked_sources += [(len(search_hits), t) for t in older_turns]
     for position, turn in ranked_sources:
@@ -118,7 +131,7 @@ def rank(
     for _, turn in turns[:turn_quota]:
         line, cost = _snippet(turn_entry(turn))
         picked.append(Hit(line, f"turn:{turn.id}", "turn", cost))
-    return fact_hits + picked
+    return pinned_hits + fact_hits + picked
 
 
 def section(name: str, budget: int, hits: list[Hit]) -> tuple[Section, list[TrimEvent], list[str]]:

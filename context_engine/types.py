@@ -214,6 +214,9 @@ class PackInput:
     world_state: WorldStateView = field(default_factory=WorldStateView)
     retrieval_turns: tuple[TurnView, ...] = ()
     events: tuple[ContextEventView, ...] = ()
+    # Results of the role's own /search, /lore, /timeline, for its next pack (filtered
+    # again for the role here, like everything else).
+    pinned_retrieval: tuple[TurnView | LoreView, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from campaigns import adapters, selectors, selectors_packs
 from campaigns.models import ContextEvent, Experiment, Participant
 from campaigns.precompiled import compile_once, json_value
 from campaigns.selectors import Viewer
+from campaigns.services.memory.retrieval import pinned_for_role
 from context_engine.commands import history_needs
 from context_engine.pack import build_pack
 from context_engine.types import Pack, PackInput, ParticipantView
@@ -115,6 +116,15 @@ def pack_input_for_role(
         )
         retrieval = tuple(adapters.turn_view_row(row, dm_roles) for row in hits)
 
+    # Results of the role's own /search, /lore, /timeline since its last turn (SPEC §5.8).
+    pinned_turns, pinned_lore = pinned_for_role(
+        experiment_id=experiment_id, role=role, viewer=viewer
+    )
+    pinned = (
+        *(adapters.lore_view(entry, dm_roles) for entry in pinned_lore),
+        *adapters.turn_views(pinned_turns, dm_roles),
+    )
+
     lore = selectors_packs.lore_rows(experiment_id=experiment_id, viewer=viewer)
     summaries = selectors_packs.newest_summary_rows(
         experiment_id=experiment_id, viewer=viewer, own_key=audience_key((role,))
@@ -140,6 +150,7 @@ def pack_input_for_role(
         ),
         retrieval_turns=retrieval,
         events=events,
+        pinned_retrieval=pinned,
     )
 
 

@@ -1,9 +1,11 @@
 """Any OpenAI-compatible chat server (LM Studio, Ollama, llama.cpp, vLLM, OpenAI).
 
 ``max_retries=0`` turns off the SDK's retries: ``call_with_retries`` owns that policy.
-JSON uses ``response_format={"type": "json_object"}`` (the widest-supported mode among
-local servers) plus the schema spelled out in a system note, then our own validation,
-since JSON mode guarantees syntax at best, never the fields.
+JSON asks for ``response_format={"type": "json_schema", …}`` (structured output: OpenAI,
+vLLM, llama.cpp, LM Studio) and, when a server refuses that with a 400/422 naming it, falls back
+to ``{"type": "json_object"}`` (the widest-supported mode) and remembers the refusal for
+that server and model. Either way the schema is also spelled out in a system note, and
+our own validation follows, since a server may honour the mode loosely.
 """
 
 from __future__ import annotations
@@ -21,6 +23,13 @@ from context_engine.llm.base import (
 )
 
 _TRANSIENT_STATUS = {408, 409, 429}
+_REFUSED = (400, 404, 415, 422)  # how servers say "I do not know json_schema"
+# (base_url, model) pairs that refused json_schema once: no second refusal per call.
+_NO_JSON_SCHEMA: set[tuple[str, str]] = set()
+
+
+class _Refused(PermanentLLMError):
+    """A client error (4xx) on the request's *shape*, which a fallback may fix."""
 
 
 class OpenAICompatibleClient:
@@ -37,6 +46,7 @@ class OpenAICompatibleClient:
         timeout_seconds: float = 30.0,
     ):
         self.model = model
+        self.base_url = base_url
         self.timeout_seconds = timeout_seconds
         self._client = openai.OpenAI(
             base_url=base_url,
@@ -62,6 +72,13 @@ class OpenAICompatibleClient:
             status = exc.status_code
             if status in _TRANSIENT_STATUS or status >= 500:
                 raise TransientLLMError(f"{self.model} HTTP {status}: {exc.message}") from exc
+            said = str(exc.message).lower()
+            if (
+                status in _REFUSED
+                and "response_format" in extra
+                and any(word in said for word in ("json_schema", "response_format", "schema"))
+            ):
+                raise _Refused(f"{self.model} HTTP {status}: {exc.message}") from exc
             raise PermanentLLMError(f"{self.model} HTTP {status}: {exc.message}") from exc
         except openai.OpenAIError as exc:  # response validation and similar
             raise InvalidOutputError(f"{self.model} response could not be read: {exc}") from exc
@@ -85,5 +102,17 @@ class OpenAICompatibleClient:
         self, messages: list[Message], *, schema: dict, timeout: float | None = None
     ) -> dict:
         note = {"role": "system", "content": schema_instruction(schema)}
-        text = self._chat([note, *messages], timeout, response_format={"type": "json_object"})
+        asked = [note, *messages]
+        server = (self.base_url, self.model)
+        if server not in _NO_JSON_SCHEMA:
+            structured = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": schema, "strict": False},
+            }
+            try:
+                text = self._chat(asked, timeout, response_format=structured)
+                return validate_json(parse_json_object(text), schema)
+            except _Refused:
+                _NO_JSON_SCHEMA.add(server)
+        text = self._chat(asked, timeout, response_format={"type": "json_object"})
         return validate_json(parse_json_object(text), schema)

@@ -15,9 +15,11 @@ import time
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from context_engine.llm.base import LLMClient, call_with_retries, is_offline
 from context_engine.memory._text import clip_words, first_sentence, sentences, squash
+from context_engine.memory.tabletalk import is_contraction, is_table_phrase, is_table_word
 from context_engine.memory.vocabulary import (
     COMMON_ZIPF,
     NAME_ZIPF,
@@ -55,6 +57,7 @@ def _strip_possessive(word: str) -> str:
     return re.sub(r"['’]s$", "", word)
 
 
+@lru_cache(maxsize=65536)
 def _kind(word: str) -> str:
     letters = word.replace("_", "").replace("-", "")
     if letters.isupper() and len(letters) >= 2:
@@ -86,9 +89,15 @@ def _ignorable_initial(words: list[str]) -> bool:
     return False
 
 
-def _candidates_in_sentence(sentence: str, ignore: set[str]) -> list[str]:
+def _breaks(word: str) -> bool:
+    """A token that can neither be part of a name nor join two parts of one."""
+    return word == "I" or is_contraction(word) or is_table_word(word)
+
+
+def _hits_in_sentence(sentence: str, ignore: set[str]) -> list[tuple[str, bool]]:
+    """(term, at_sentence_start) for each candidate in one sentence, in order."""
     tokens = list(_TOKEN.finditer(sentence))
-    found: list[str] = []
+    found: list[tuple[str, bool]] = []
 
     def initial(i: int) -> bool:
         return i == 0 or bool(_OPENERS & set(sentence[tokens[i - 1].end() : tokens[i].start()]))
@@ -101,15 +110,18 @@ def _candidates_in_sentence(sentence: str, ignore: set[str]) -> list[str]:
         word = tokens[i].group()
         kind = _kind(word)
         if kind == "lower":
-            if "-" in word and is_coined_compound(word):
-                found.append(word)
+            if "-" in word and is_coined_compound(word) and not is_table_phrase(word):
+                found.append((word, False))
+            i += 1
+            continue
+        if _breaks(word) and not (kind == "caps" and "_" in word):
             i += 1
             continue
         if kind == "caps":
             bare = word.replace("_", "").replace("-", "")
             coined = any(ch.isdigit() or ch == "_" for ch in word) or zipf(bare) < NAME_ZIPF
             if len(bare) >= 3 and not _ROMAN.match(bare) and coined and word not in ignore:
-                found.append(word)
+                found.append((word, initial(i)))
             i += 1
             continue
         # A run of capitalised words, allowing connectors ("Order of the Ember").
@@ -117,6 +129,8 @@ def _candidates_in_sentence(sentence: str, ignore: set[str]) -> list[str]:
         j = i + 1
         while j < len(tokens) and joined(j):
             nxt = tokens[j].group()
+            if _breaks(nxt):
+                break
             if _kind(nxt) in ("cap", "camel"):
                 run.append(j)
                 j += 1
@@ -124,26 +138,38 @@ def _candidates_in_sentence(sentence: str, ignore: set[str]) -> list[str]:
             k = j
             while k < len(tokens) and joined(k) and tokens[k].group() in _CONNECTORS:
                 k += 1
-            if k > j and k < len(tokens) and joined(k) and _kind(tokens[k].group()) == "cap":
+            if (
+                k > j
+                and k < len(tokens)
+                and joined(k)
+                and _kind(tokens[k].group()) == "cap"
+                and not _breaks(tokens[k].group())
+            ):
                 run.extend(range(j, k + 1))
                 j = k + 1
                 continue
             break
         i = j
         words = [tokens[n].group() for n in run]
-        if initial(start) and _ignorable_initial(words):
+        at_start = initial(start)
+        if at_start and _ignorable_initial(words):
             words = words[2:] if len(words) > 1 and words[1] == "the" else words[1:]
+            at_start = False
         while words and words[0].lower() in _CONNECTORS:
             words = words[1:]
         if not words:
             continue
         words[-1] = _strip_possessive(words[-1])
         term = " ".join(words)
-        if term in ignore or term == "I":
+        if term in ignore or term == "I" or is_table_phrase(term):
             continue
         if len(words) > 1 or _kind(words[0]) == "camel" or zipf(words[0]) < NAME_ZIPF:
-            found.append(term)
+            found.append((term, at_start))
     return found
+
+
+def _candidates_in_sentence(sentence: str, ignore: set[str]) -> list[str]:
+    return [term for term, _ in _hits_in_sentence(sentence, ignore)]
 
 
 def extract_candidates(text: str, *, ignore: Iterable[str] = ()) -> list[Candidate]:

@@ -68,7 +68,8 @@ FACTION_WORDS = frozenset(
         """
         order guild brotherhood sisterhood choir council company circle cult legion house
         clan syndicate league covenant conclave church assembly watch guard army host tribe
-        cabal court society collegium college union pact alliance consortium
+        cabal court society collegium college union pact alliance consortium empire
+        dominion assembly senate regime republic
         """
     )
 )
@@ -92,7 +93,8 @@ ORDINARY_COMPOUND_HEADS = frozenset(
         second third one two three four five six seven eight nine ten twenty thirty forty
         fifty hundred north south east west re co pre post anti multi over under out up down
         off on in mid cross quasi pseudo sub super ultra un old new good bad big little open
-        close hand left right fast slow hard soft part
+        close hand left right fast slow hard soft part thank double triple make follow check
+        sign log set back face eye mind brand last
         """
     )
 )
@@ -103,7 +105,7 @@ ORDINARY_COMPOUND_TAILS = frozenset(
         handed hearted minded made born proof ready worthy time up off out in on down over
         away back by red blue green black white grey gray gold golden silver yellow brown
         pale dark cold hot deep high tall thick thin old new year years day days way ways
-        one class level bound side known wise
+        one class level bound side known wise length you check up shot play minute
         """
     )
 )
@@ -143,6 +145,8 @@ def is_coined_compound(token: str) -> bool:
     if len(parts) > 2 and any(part in STOPWORDS for part in parts):
         return False  # jack-in-the-box, mother-in-law: idioms, not coinages
     head, tail = parts[0], parts[-1]
+    if zipf("".join(parts)) >= 1.0:
+        return False  # written closed too ("thankyou", "doublecheck"): everyday English
     if head in ORDINARY_COMPOUND_HEADS or tail in ORDINARY_COMPOUND_TAILS:
         return False
     if tail.endswith(("ly", "ed", "en")) and zipf(tail) >= RARE_ZIPF:

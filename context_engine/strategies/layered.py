@@ -189,6 +189,7 @@ def build(inp: PackInput, view: View) -> Draft:
         list(texts.state.cold),
         retrieval_pool(view, in_recent),
         view.retrieval_turns,
+        view.pinned,
     )
     untrimmed = (
         textops.count(texts.identity)
@@ -250,6 +251,7 @@ def build(inp: PackInput, view: View) -> Draft:
             list(texts.state.cold),
             retrieval_pool(view, rendered),
             view.retrieval_turns,
+            view.pinned,
         )
         return retrieval.section("retrieval", budget, hits)
 

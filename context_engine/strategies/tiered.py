@@ -145,6 +145,7 @@ def build(inp: PackInput, view: View) -> Draft:
         list(texts.state.cold),
         retrieval_pool(view, in_window),
         view.retrieval_turns,
+        view.pinned,
     )
     recent_full = textops.count(HEADER) + 1 + sum(e.cost for e in window) if window else 0
     draft.untrimmed = (
@@ -235,6 +236,7 @@ def build(inp: PackInput, view: View) -> Draft:
         list(texts.state.cold),
         retrieval_pool(view, rendered),
         view.retrieval_turns,
+        view.pinned,
     )
     retrieved = run(
         retrieval.section("retrieval", max(min(b("retrieval"), cold_left), 0), final_hits)

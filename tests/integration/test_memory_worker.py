@@ -62,7 +62,11 @@ def test_a_worker_builds_lore_and_digests_then_falls_back_when_the_model_dies(
         celery_worker(real_services, extra_env=gemini_env(gemini_standin)) as queue,
         default_queue(queue),
     ):
-        make_turn(campaign, round=1, content="Thorin wedges a void-chisel into the seam.")
+        make_turn(
+            campaign,
+            round=1,
+            content="Thorin wedges a void-chisel into the seam. The void-chisel sings.",
+        )
         make_turn(
             campaign,
             round=1,
@@ -87,7 +91,9 @@ def test_a_worker_builds_lore_and_digests_then_falls_back_when_the_model_dies(
 
         gemini_standin.stop()  # the model server goes away mid-campaign
         make_turn(campaign, round=2, content="Wren pockets a flask of ashfern tonic.")
-        make_turn(campaign, round=3, content="The Geometers arrive.", hinge=True)
+        make_turn(
+            campaign, round=3, content="The Geometers arrive. Fear the Geometers.", hinge=True
+        )
         last = make_turn(campaign, round=4, content="Dawn over SaltMarch.")
 
         def fell_back(key):

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[2]
+PROCESSES: dict[str, subprocess.Popen] = {}  # queue → its worker process (to kill one)
 
 
 def test_database_url() -> str:
@@ -66,6 +67,7 @@ def celery_worker(redis_url: str, *, extra_env: dict[str, str] | None = None, ti
         stdout=log,
         stderr=subprocess.STDOUT,
     )
+    PROCESSES[queue] = process
     try:
         deadline = time.monotonic() + timeout
         while "ready." not in log_path.read_text():
@@ -76,6 +78,7 @@ def celery_worker(redis_url: str, *, extra_env: dict[str, str] | None = None, ti
             time.sleep(0.2)
         yield queue
     finally:
+        PROCESSES.pop(queue, None)
         process.terminate()
         try:
             process.wait(timeout=20)

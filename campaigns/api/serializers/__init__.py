@@ -18,6 +18,7 @@ from campaigns.api.serializers.memory import (
     ContextSerializer,
     EmptySerializer,
     JobSerializer,
+    RetrievalResultSerializer,
     SummarySerializer,
 )
 from campaigns.api.serializers.transcripts import TRANSCRIPT_IMPORT_SCHEMA, TranscriptSerializer
@@ -41,6 +42,7 @@ __all__ = [
     "LoreUpdateSerializer",
     "ParticipantCreateSerializer",
     "ParticipantSerializer",
+    "RetrievalResultSerializer",
     "StrictSerializer",
     "SummarySerializer",
     "TranscriptSerializer",

@@ -81,15 +81,60 @@ class ContextSerializer(serializers.Serializer):
     )
 
 
+RETRIEVAL_CHOICES = [
+    ("search", "/search QUERY"),
+    ("lore", "/lore TERM"),
+    ("timeline", "/timeline FROM..TO"),
+]
+
+
 class CommandSerializer(StrictSerializer):
-    command = StrictChoiceField(choices=ContextEvent.Command.choices)
+    command = StrictChoiceField(choices=[*ContextEvent.Command.choices, *RETRIEVAL_CHOICES])
     role = StrictCharField(
         max_length=64,
         required=False,
         allow_null=True,
         default=None,
-        help_text="One agent's memory; omitted = every agent.",
+        help_text=(
+            "One agent's memory; omitted = every agent. For search/lore/timeline: the role "
+            "to search as (a player: only their own), whose next pack gets the results."
+        ),
     )
+    query = StrictCharField(
+        max_length=200,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="search: text; lore: a term; timeline: rounds FROM..TO. Only for those.",
+    )
+
+
+class RetrievalTurnSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    seq = serializers.IntegerField()
+    round = serializers.IntegerField()
+    speaker = serializers.CharField()
+    kind = serializers.CharField()
+    text = serializers.CharField()
+
+
+class RetrievalLoreSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    term = serializers.CharField()
+    category = serializers.CharField()
+    definition = serializers.CharField()
+    status = serializers.CharField()
+
+
+class RetrievalResultSerializer(serializers.Serializer):
+    """Active retrieval, out of band: only what the role may read (never a hidden count)."""
+
+    command = serializers.CharField()
+    query = serializers.CharField()
+    role = serializers.CharField(allow_null=True)
+    turns = RetrievalTurnSerializer(many=True)
+    lore = RetrievalLoreSerializer(many=True)
+    pinned = serializers.BooleanField(help_text="Also placed in the role's next pack.")
 
 
 class EmptySerializer(StrictSerializer):

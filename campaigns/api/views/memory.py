@@ -6,6 +6,7 @@ from django.core.exceptions import ValidationError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
 from campaigns import selectors
@@ -20,11 +21,13 @@ from campaigns.api.serializers import (
     CommandSerializer,
     ContextSerializer,
     JobSerializer,
+    RetrievalResultSerializer,
     SummarySerializer,
 )
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
 from campaigns.services.context import pack_for_role
 from campaigns.services.memory import run_command
+from campaigns.services.memory.retrieval import RETRIEVAL_COMMANDS, retrieval_run
 from context_engine.render import pack_to_dict
 
 
@@ -89,13 +92,38 @@ class CommandView(ApiView):
     serializer_class = CommandSerializer
 
     @extend_schema(
-        request=CommandSerializer, responses={202: JobSerializer}, examples=COMMAND_EXAMPLES
+        request=CommandSerializer,
+        responses={202: JobSerializer, 200: RetrievalResultSerializer},
+        examples=COMMAND_EXAMPLES,
     )
     def post(self, request, id):
-        """/checkpoint, /compress or /clear, as background work: answers the task to poll."""
-        access = get_experiment_for(request.user, id, write=True)
+        """/checkpoint, /compress or /clear, as background work: answers the task to poll.
+        /search, /lore and /timeline answer at once (200) with what the role may read."""
+        access = get_experiment_for(request.user, id)
         data = validated(CommandSerializer, request.data)
+        if data["command"] in RETRIEVAL_COMMANDS:
+            return self._retrieve(request, access, data)
+        if not access.can_edit:
+            raise PermissionDenied("Only the experiment's owner (or staff) may do this.")
+        if data.pop("query", None) is not None:
+            raise ValidationError({"query": ["Only search, lore and timeline take a query."]})
         job = run_command(experiment=access.experiment, user=request.user, **data)
         return Response(
             JobSerializer(job_as_read_by(job, access)).data, status=status.HTTP_202_ACCEPTED
         )
+
+    def _retrieve(self, request, access, data):
+        role = data.get("role")
+        if role:
+            check_context_role(access, role)
+            viewer = selectors.viewer_for_role(experiment=access.experiment, role=role)
+        else:
+            viewer = access.viewer  # a player: their own role; an editor: the whole log
+        result = retrieval_run(
+            experiment=access.experiment,
+            viewer=viewer,
+            command=data["command"],
+            query=data.get("query") or "",
+            user=request.user,
+        )
+        return Response(RetrievalResultSerializer(result).data, status=status.HTTP_200_OK)

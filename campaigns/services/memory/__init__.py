@@ -20,8 +20,10 @@ from campaigns.services.memory.digests import (
     summary_restore,
 )
 from campaigns.services.memory.hydrate import define_term, hydrate_experiment, hydrate_turn
+from campaigns.services.memory.reveals import after_reveal, reveal_rederive
 
 __all__ = [
+    "after_reveal",
     "after_turn_created",
     "audience_of_role",
     "audiences_for",
@@ -30,6 +32,7 @@ __all__ = [
     "hydrate_turn",
     "latest_summary",
     "memory_job_run",
+    "reveal_rederive",
     "run_command",
     "strategic_update",
     "summarize_audience",

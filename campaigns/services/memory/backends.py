@@ -16,7 +16,13 @@ from django.conf import settings
 
 from campaigns.adapters import llm_settings
 from campaigns.models import Experiment
-from context_engine.llm import LLMClient, OfflineClient, client_for, default_summarizer_model
+from context_engine.llm import (
+    LLMClient,
+    OfflineClient,
+    client_for,
+    default_summarizer_model,
+    is_offline,
+)
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +59,13 @@ def _client(model_id: str) -> LLMClient:
 
 def summarizer_client(experiment: Experiment) -> LLMClient:
     return _client(_model_id(experiment, "summarizer_model"))
+
+
+def definer_configured(experiment: Experiment) -> bool:
+    """Is a definer model configured? With ``offline`` no client (no SDK) is built."""
+    if _model_id(experiment, "definer_model", "hydrator_model") == "offline":
+        return False
+    return not is_offline(definer_client(experiment))
 
 
 def definer_client(experiment: Experiment) -> LLMClient:

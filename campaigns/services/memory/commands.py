@@ -20,7 +20,8 @@ from campaigns.models import ContextEvent, Experiment, Job, Participant, Turn
 from campaigns.services.memory.audiences import audience_of_role, audiences_for
 from campaigns.services.memory.digests import latest_summary, summarize_one
 from campaigns.services.memory.dispatch import send_on_commit
-from campaigns.services.memory.hydrate import hydrate_experiment
+from campaigns.services.memory.hydrate import hydrate_batch
+from campaigns.services.memory.vetting import vet_entries
 from context_engine.visibility import audience_key
 
 log = logging.getLogger(__name__)
@@ -91,14 +92,40 @@ def memory_job_run(*, job: Job) -> Job:
     """The body of a /checkpoint or /compress job. Never raises: failures go on the Job."""
     claimed = Job.objects.filter(
         pk=job.pk, status__in=[Job.Status.PENDING, Job.Status.RUNNING]
-    ).update(status=Job.Status.RUNNING, progress=1, message="Starting")
+    ).update(status=Job.Status.RUNNING)
     if not claimed:
         return Job.objects.get(pk=job.pk)  # already finished: a redelivery adds nothing
     try:
         event = ContextEvent.objects.get(pk=job.result["event"])
         experiment = event.experiment
-        _progress(job, 5, "Updating the World Bible")
-        lore = hydrate_experiment(experiment=experiment)
+        lore = hydrate_batch(experiment=experiment, up_to_seq=event.seq)
+        totals = job.result.get("lore", {"created": 0, "updated": 0, "turns": 0})
+        totals = {
+            "created": totals["created"] + len(lore.created),
+            "updated": totals["updated"] + len(lore.updated),
+            "turns": totals["turns"] + lore.turns,
+        }
+        job.result = {**job.result, "lore": totals}
+        if not lore.done:
+            # One batch per task run keeps each run well inside the time limit; the
+            # cursor is committed, so a killed worker's rerun resumes after it.
+            share = lore.hydrated_to / max(1, event.seq)
+            _progress(
+                job,
+                1 + int(8 * share),
+                f"World Bible: read {lore.hydrated_to} of {event.seq} turns",
+                result=job.result,
+            )
+            send_on_commit("run_memory_job", str(job.pk))
+            return Job.objects.get(pk=job.pk)
+        if "vetted" not in job.result:
+            _progress(job, 9, "Vetting new World Bible proposals", result=job.result)
+            try:
+                job.result = {**job.result, "vetted": vet_entries(experiment=experiment)}
+            except Exception:  # vetting is optional: the rules' proposals stand
+                log.exception("vetting failed for experiment %s", experiment.pk)
+                job.result = {**job.result, "vetted": {"vetted": 0, "rejected": 0}}
+        _progress(job, 10, "World Bible current", result=job.result)
         if event.role:
             targets = [audience_of_role(experiment=experiment, role=event.role)]
         else:
@@ -133,8 +160,8 @@ def memory_job_run(*, job: Job) -> Job:
             **job.result,
             "audiences": [list(t) for t in targets],
             "summaries": summaries,
-            "lore_created": len(lore["created"]),
-            "lore_updated": len(lore["updated"]),
+            "lore_created": totals["created"],
+            "lore_updated": totals["updated"],
         }
         fallbacks = sum(1 for s in summaries if s["method"] == "fallback")
         _progress(

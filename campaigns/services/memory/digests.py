@@ -81,6 +81,7 @@ class DigestPlan:
     previous: Summary | None
     turns: tuple[Turn, ...]
     round_to: int
+    late: bool = False  # revealed turns folded in after the fact: coverage does not move
 
     @property
     def version(self) -> int:
@@ -88,7 +89,10 @@ class DigestPlan:
 
     @property
     def covered_seq(self) -> int:
-        return max(turn.seq for turn in self.turns)
+        newest = max(turn.seq for turn in self.turns)
+        if self.late and self.previous is not None:
+            return max(newest, self.previous.covered_seq)
+        return newest
 
 
 def plan_digest(
@@ -343,6 +347,8 @@ def summary_restore(*, summary: Summary, user) -> Summary:
                     method=summary.method,
                     model=summary.model,
                     version=(latest.version + 1) if latest else 1,
+                    restored_from=summary,
+                    restored_by=user if getattr(user, "pk", None) else None,
                 )
         except IntegrityError:
             continue

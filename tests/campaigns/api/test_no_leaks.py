@@ -7,12 +7,15 @@ Markers planted by `secrets_campaign` are searched for in the raw response bytes
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from campaigns.models import Experiment, LoreEntry, Turn
 from tests.campaigns.api.conftest import ALLOWED, FORBIDDEN
+from tests.factories import make_turn
 
 pytestmark = pytest.mark.django_db
 
@@ -124,6 +127,14 @@ def test_nothing_leaks_after_the_memory_pipeline_ran(
     """Derived artifacts too: after a /checkpoint (World Bible extraction from every turn,
     a digest per audience) the player's sweep still finds no private text."""
     url = f"/api/experiments/{secrets_campaign.experiment.pk}/commands/"
+    make_turn(  # a private coined term, named twice: the World Bible makes a private entry
+        secrets_campaign.experiment,
+        round=1,
+        speaker="Cassia",
+        kind="whisper",
+        content="Cassia, to the DM: the Vexhollow key is mine. Keep the Vexhollow key.",
+        visibility=["Cassia", "DM"],
+    )
     with django_capture_on_commit_callbacks(execute=True):
         response = api(owner).post(url, {"command": "checkpoint"}, format="json")
     assert response.status_code == 202
@@ -135,3 +146,74 @@ def test_nothing_leaks_after_the_memory_pipeline_ran(
     assert private_extracted.exists()
     seen = _sweep(api(player), _get_urls(secrets_campaign))
     assert _leaks(seen) == []
+
+
+QUERIES = st.one_of(
+    st.sampled_from(
+        [
+            *(marker.replace("-", " ") for marker in FORBIDDEN.values()),
+            *FORBIDDEN.values(),
+            "trapdoor ledger doubt twist",
+            "dmlore cassialore ZQXdmlore",
+            "0..9",
+            "1",
+            "0-1",
+        ]
+    ),
+    NOISE,
+)
+
+
+def _answer(response) -> str:
+    """The response without the echo of the caller's own query (that is not a leak)."""
+    if response.status_code == 200:
+        data = response.json()
+        data.pop("query", None)
+        return json.dumps(data)
+    return response.content.decode("utf-8")
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    command=st.sampled_from(["search", "lore", "timeline"]),
+    query=QUERIES,
+    role=st.sampled_from([None, "Thorin", "Cassia", "DM"]),
+)
+def test_active_retrieval_never_leaks_text_or_counts(
+    api, secrets_campaign, player, owner, command, query, role
+):
+    """/search, /lore, /timeline as the player (any role asked), and as the owner *for*
+    Thorin: the answer and Thorin's next pack hold nothing Thorin may not read."""
+    e = f"/api/experiments/{secrets_campaign.experiment.pk}"
+    body = {"command": command, "query": query, **({"role": role} if role else {})}
+    response = api(player).post(f"{e}/commands/", body, format="json")
+    assert response.status_code in (200, 400, 403, 404), response.content
+    assert _leaks(_answer(response)) == []
+    as_thorin = {"command": command, "query": query, "role": "Thorin"}
+    response = api(owner).post(f"{e}/commands/", as_thorin, format="json")
+    assert response.status_code in (200, 400), response.content
+    assert _leaks(_answer(response)) == []
+    pack = api(player).get(f"{e}/context/Thorin/", {"debug": "true"})
+    assert pack.status_code == 200
+    assert _leaks(pack.content.decode("utf-8")) == []
+
+
+def test_active_retrieval_finds_what_the_role_may_read_and_pins_it(
+    api, secrets_campaign, player, owner
+):
+    """Control for the property above: the commands do return readable text, the owner
+    (reading the whole log) gets private text, and the player's pin reaches its pack."""
+    e = f"/api/experiments/{secrets_campaign.experiment.pk}"
+    found = api(player).post(
+        f"{e}/commands/", {"command": "timeline", "query": "0..9"}, format="json"
+    )
+    assert found.status_code == 200 and found.json()["pinned"] is True
+    assert ALLOWED["public"] in found.content.decode()
+    assert ALLOWED["thorin_whisper"] in found.content.decode()
+    pack = api(player).get(f"{e}/context/Thorin/")
+    assert ALLOWED["thorin_whisper"] in pack.content.decode()
+    everything = api(owner).post(
+        f"{e}/commands/", {"command": "timeline", "query": "0..9"}, format="json"
+    )
+    assert FORBIDDEN["gm_note"] in everything.content.decode()
+    assert everything.json()["pinned"] is False  # the owner reads the log; no pack to pin

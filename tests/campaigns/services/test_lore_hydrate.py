@@ -33,7 +33,10 @@ def test_coined_terms_become_proposed_entries_with_their_first_use_sentence(camp
     first = make_turn(
         campaign,
         round=1,
-        content="Thorin oils the hinge. The void-chisel hums in its case of ember-glass.",
+        content=(
+            "Thorin oils the hinge. The void-chisel hums in its case of ember-glass. "
+            "Nobody else may touch the void-chisel."
+        ),
     )
     hydrate(first)
     chisel = entry(campaign, "void-chisel")
@@ -68,12 +71,17 @@ def test_later_mentions_update_counts_and_each_update_is_a_revision(campaign):
     assert geometers.term == "Geometers" and geometers.mention_count == 3
     assert (geometers.first_seen_round, geometers.last_seen_round) == (1, 4)
     changes = [r.changes for r in geometers.revisions.order_by("id")]
-    assert len(changes) == 3 and changes[-1]["mention_count"] == [2, 3]
+    # One mention is not enough: the entry is made at the second, with both as sources.
+    assert len(changes) == 2 and changes[-1]["mention_count"] == [2, 3]
 
 
 def test_near_duplicates_merge_into_one_entry(campaign):
     hydrate(
-        make_turn(campaign, round=1, content="Archivist Maelis Orrow unlocks the stair."),
+        make_turn(
+            campaign,
+            round=1,
+            content="Archivist Maelis Orrow unlocks the stair. Ask Archivist Maelis Orrow.",
+        ),
         make_turn(campaign, round=2, content="Nobody trusts Maelis any more."),
         make_turn(campaign, round=3, content="They follow the Geometers. Geometer boots ring."),
     )
@@ -100,7 +108,11 @@ def test_rerunning_the_hydrator_adds_nothing(campaign):
 
 
 def test_a_lock_survives_later_hydration(campaign, owner):
-    hydrate(make_turn(campaign, round=1, content="The lantern-moss glows green."))
+    hydrate(
+        make_turn(
+            campaign, round=1, content="The lantern-moss glows green. Do not eat lantern-moss."
+        )
+    )
     moss = entry(campaign, "lantern-moss")
     lore_update(entry=moss, user=owner, definition="A glowing cave moss.", locked=True)
     revisions = moss.revisions.count()
@@ -129,7 +141,11 @@ def test_dm_made_and_rejected_entries_are_never_touched_or_re_proposed(campaign,
         definition="Rung when the tide turns early.",
         audience=None,
     )
-    hydrate(make_turn(campaign, round=1, content="Wren hears the ember-glass crack."))
+    hydrate(
+        make_turn(
+            campaign, round=1, content="Wren hears the ember-glass crack. Old ember-glass breaks."
+        )
+    )
     lore_update(entry=entry(campaign, "ember-glass"), user=owner, status="rejected")
     hydrate(
         make_turn(campaign, round=2, content="The Hollow Bell rings; ember-glass sings."),
@@ -155,7 +171,7 @@ def test_an_entry_from_a_whisper_reaches_only_the_whisper_audience(campaign):
         round=1,
         speaker="Thorin",
         kind="whisper",
-        content="Thorin, to the DM: I hide the Quillstone under the pier.",
+        content="Thorin, to the DM: I hide the Quillstone under the pier. Hide the Quillstone.",
         visibility=["Thorin", "DM"],
     )
     hydrate(whisper)
@@ -166,7 +182,11 @@ def test_an_entry_from_a_whisper_reaches_only_the_whisper_audience(campaign):
     )
     assert "Quillstone" not in lore_terms(campaign, "Cassia")
 
-    public = make_turn(campaign, round=3, content="A Quillstone glitters in the market.")
+    public = make_turn(
+        campaign,
+        round=3,
+        content="A Quillstone glitters in the market. Thieves want the Quillstone.",
+    )
     hydrate(public)
     shared = entry(campaign, "Quillstone")
     assert shared.definition == "A Quillstone glitters in the market."
@@ -180,12 +200,16 @@ def test_a_definition_never_uses_a_gm_note_for_a_public_entry(campaign):
             campaign,
             round=1,
             kind="gm_note",
-            content="The Ashen Prior is the Archivist's brother.",
+            content="The Ashen Prior is the Archivist's brother. Trust the Ashen Prior.",
             visibility=["DM"],
         )
     )
     assert entry(campaign, "Ashen Prior", "|DM|").definition.endswith("brother.")
-    public = make_turn(campaign, round=2, content="Pilgrims pray to the Ashen Prior.")
+    public = make_turn(
+        campaign,
+        round=2,
+        content="Pilgrims pray to the Ashen Prior. Bells ring for the Ashen Prior.",
+    )
     hydrate(public)
     prior = entry(campaign, "Ashen Prior")
     assert prior.definition == "Pilgrims pray to the Ashen Prior."
@@ -196,7 +220,11 @@ def test_a_definition_never_uses_a_gm_note_for_a_public_entry(campaign):
 
 
 def test_a_broader_entry_absorbs_a_later_private_mention(campaign):
-    hydrate(make_turn(campaign, round=1, content="The Gullwardens patrol the docks."))
+    hydrate(
+        make_turn(
+            campaign, round=1, content="The Gullwardens patrol the docks. Fear the Gullwardens."
+        )
+    )
     hydrate(
         make_turn(
             campaign,
@@ -225,7 +253,13 @@ def test_monologues_are_never_lore_sources(campaign):
 
 
 def test_a_fact_that_stops_being_true_is_invalidated_not_deleted(campaign):
-    hydrate(make_turn(campaign, round=1, content="Captain Idris Vane commands the harbour."))
+    hydrate(
+        make_turn(
+            campaign,
+            round=1,
+            content="Captain Idris Vane commands the harbour. Hail Captain Idris Vane!",
+        )
+    )
     killed = make_turn(
         campaign, round=7, content="Vane falls from the mast.", tags=["dead:Idris Vane"]
     )
@@ -239,7 +273,13 @@ def test_a_fact_that_stops_being_true_is_invalidated_not_deleted(campaign):
 
 
 def test_a_private_turn_cannot_invalidate_what_others_read(campaign):
-    hydrate(make_turn(campaign, round=1, content="Captain Idris Vane commands the harbour."))
+    hydrate(
+        make_turn(
+            campaign,
+            round=1,
+            content="Captain Idris Vane commands the harbour. Hail Captain Idris Vane!",
+        )
+    )
     hydrate(
         make_turn(
             campaign,
@@ -266,12 +306,16 @@ def test_with_a_model_the_definition_comes_from_it_after_commit(
     campaign, gemini, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
-        make_turn(campaign, round=1, content="The salt-ghosts hum in their jars.")
-    ghosts = entry(campaign, "salt-ghosts")
+        make_turn(
+            campaign,
+            round=1,
+            content="The void-wraiths hum in their jars. Sailors fear void-wraiths.",
+        )
+    ghosts = entry(campaign, "void-wraiths")
     assert ghosts.definition == "A coined term defined by the model (stand-in)."
     define = ghosts.revisions.get(actor="task:define")
-    assert define.changes["definition"][0] == "The salt-ghosts hum in their jars."
-    asked = [r for r in gemini.requests if "salt-ghosts" in r.prompt and "Term:" in r.prompt]
+    assert define.changes["definition"][0] == "The void-wraiths hum in their jars."
+    asked = [r for r in gemini.requests if "void-wraiths" in r.prompt and "Term:" in r.prompt]
     assert len(asked) == 1
     asked_before = len(gemini.requests)
     assert define_term(entry=ghosts) is None  # a rerun adds nothing, and asks nothing
@@ -287,7 +331,9 @@ def test_the_model_is_shown_only_sentences_the_entry_audience_may_read(campaign,
         content="The Tide Codex answers to whoever names it.",
         visibility=["DM"],
     )
-    public = make_turn(campaign, round=2, content="The Tide Codex rests on a plinth.")
+    public = make_turn(
+        campaign, round=2, content="The Tide Codex rests on a plinth. Guards watch the Tide Codex."
+    )
     hydrate_turn(turn=public)
     codex = entry(campaign, "Tide Codex")
     gemini.reset()
@@ -298,7 +344,9 @@ def test_the_model_is_shown_only_sentences_the_entry_audience_may_read(campaign,
 
 
 def test_a_dm_correction_made_before_the_model_answers_wins(campaign, owner, gemini):
-    hydrate(make_turn(campaign, round=1, content="The stilt-houses sway."))
+    hydrate(
+        make_turn(campaign, round=1, content="The stilt-houses sway. Gulls nest on stilt-houses.")
+    )
     houses = entry(campaign, "stilt-houses")
     lore_update(entry=houses, user=owner, definition="Homes on poles above the tide.")
     assert define_term(entry=houses) is None
@@ -309,7 +357,11 @@ def test_a_dm_correction_made_before_the_model_answers_wins(campaign, owner, gem
 
 def test_when_the_model_fails_the_first_use_sentence_stays(campaign, gemini):
     gemini.set_default("500")
-    hydrate(make_turn(campaign, round=1, content="A void-chisel splits the seam."))
+    hydrate(
+        make_turn(
+            campaign, round=1, content="A void-chisel splits the seam. The void-chisel cools."
+        )
+    )
     chisel = entry(campaign, "void-chisel")
     assert define_term(entry=chisel) is None
     chisel.refresh_from_db()
@@ -320,6 +372,15 @@ def test_when_the_model_fails_the_first_use_sentence_stays(campaign, gemini):
 
 def test_the_definer_model_follows_the_experiment_config(campaign, gemini):
     experiment_update(experiment=campaign, config={"definer_model": "offline"})
-    hydrate(make_turn(campaign, round=1, content="The ember-glass rings."))
+    hydrate(make_turn(campaign, round=1, content="The ember-glass rings. Cold ember-glass cracks."))
     assert define_term(entry=entry(campaign, "ember-glass")) is None
     assert not gemini.requests
+
+
+def test_a_shouted_run_of_capitalised_words_longer_than_a_term_is_skipped(campaign):
+    shout = " ".join(["Very Long Shouted Words"] * 20)  # 480 characters, one "name"
+    hydrate(
+        make_turn(campaign, round=1, content=f"{shout}. The Mirrorgate opens."),
+        make_turn(campaign, round=1, content=f"{shout}. Beyond the Mirrorgate, fog."),
+    )
+    assert list(LoreEntry.objects.values_list("term", flat=True)) == ["Mirrorgate"]

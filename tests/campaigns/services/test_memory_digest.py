@@ -322,3 +322,23 @@ def test_an_openai_compatible_server_can_write_the_digest_and_fail_over_to_the_t
     failed = fold(campaign, ["Thorin"], 2)
     assert (failed.method, failed.model, failed.version) == ("fallback", "template", 2)
     assert "R1 Thorin:" in hinge_index(failed) and "R2 DM:" in hinge_index(failed)
+
+
+def test_a_restore_records_who_restored_which_version(campaign, owner):
+    from campaigns.services.memory import summary_restore
+
+    first = Summary.objects.create(
+        experiment=campaign,
+        kind="digest",
+        audience=["Thorin"],
+        audience_key="|Thorin|",
+        round_to=2,
+        covered_seq=2,
+        text="FIRST",
+        version=1,
+    )
+    restored = summary_restore(summary=first, user=owner)
+    restored.refresh_from_db()
+    assert (restored.restored_from_id, restored.restored_by_id) == (first.pk, owner.pk)
+    assert restored.version == 2 and restored.text == "FIRST"
+    assert (first.restored_from_id, first.restored_by_id) == (None, None)

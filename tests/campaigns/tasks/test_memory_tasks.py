@@ -44,7 +44,7 @@ def test_creating_a_turn_sends_the_hydrator_only_after_commit(
     campaign, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        make_turn(campaign, round=1, content="The Mirrorgate opens.")
+        make_turn(campaign, round=1, content="The Mirrorgate opens. Beyond the Mirrorgate, fog.")
     assert len(callbacks) == 1
     assert not LoreEntry.objects.exists()
     callbacks[0]()
@@ -154,7 +154,11 @@ def test_the_checkpoint_task_claims_its_job_once(
 
 
 def test_hydrate_task_reports_what_it_did(campaign):
-    turn = make_turn(campaign, round=1, content="The KESTREL drops anchor by SaltMarch.")
+    turn = make_turn(
+        campaign,
+        round=1,
+        content="The KESTREL drops anchor by SaltMarch. SaltMarch cheers the KESTREL.",
+    )
     report = tasks.hydrate_turn.apply(args=[turn.pk]).get()
     assert sorted(LoreEntry.objects.get(pk=pk).term for pk in report["created"]) == [
         "KESTREL",

@@ -124,14 +124,28 @@ def test_gemini_sends_system_instruction_contents_and_response_schema(
     assert config["responseSchema"]["required"] == ["definition"]
 
 
-def test_openai_sends_json_mode_and_spells_out_the_schema(openai_standin, openai_settings):
+def test_openai_asks_for_structured_output_and_spells_out_the_schema(
+    openai_standin, openai_settings
+):
     client_for("openai:llama3.1", openai_settings).complete_json(MESSAGES, schema=SCHEMA)
     request = openai_standin.requests[0]
     assert request.path == "/v1/chat/completions"
     assert request.model == "llama3.1"
-    assert request.json["response_format"] == {"type": "json_object"}
+    assert request.json["response_format"]["type"] == "json_schema"
+    assert request.json["response_format"]["json_schema"]["schema"] == SCHEMA
     assert "JSON Schema" in request.json["messages"][0]["content"]
     assert request.headers["authorization"] == "Bearer not-needed"
+
+
+def test_a_server_refusing_json_schema_gets_json_mode_and_is_remembered(openai_standin):
+    settings = LLMSettings(openai_base_url=openai_standin.base_url)
+    openai_standin.script([Reply(status=400, text="response_format json_schema is not supported")])
+    answer = client_for("openai:old-llama", settings).complete_json(MESSAGES, schema=SCHEMA)
+    assert answer["definition"]
+    kinds = [r.json["response_format"]["type"] for r in openai_standin.requests]
+    assert kinds == ["json_schema", "json_object"]
+    client_for("openai:old-llama", settings).complete_json(MESSAGES, schema=SCHEMA)
+    assert openai_standin.requests[-1].json["response_format"] == {"type": "json_object"}
 
 
 def test_openai_sends_the_configured_api_key(openai_standin):
