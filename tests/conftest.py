@@ -43,6 +43,9 @@ def _fresh_cache(settings):
     caches["default"]["KEY_PREFIX"] = f"test-{uuid.uuid4().hex}"
     settings.CACHES = caches
     AxesProxyHandler.implementation = None  # axes holds its cache object: make it re-read
+    from campaigns.services import pack_cache
+
+    pack_cache.clear()  # the per-process pack cache too
     yield
     AxesProxyHandler.implementation = None
 

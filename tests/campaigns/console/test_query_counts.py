@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from campaigns.bench import create_campaign
 from campaigns.models import LoreEntry, Summary, Turn
+from campaigns.services import pack_cache
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +36,8 @@ def pages(exp):
 
 
 def counts(client, exp):
-    cache.clear()  # both runs start with cold dashboard meters
+    cache.clear()  # both runs start with cold dashboard meters and cold packs
+    pack_cache.clear()
     result = {}
     for index, url in enumerate(pages(exp)):
         for htmx in (False, True):
