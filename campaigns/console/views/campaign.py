@@ -133,12 +133,12 @@ def turn_post(request, pk):
         }
         try:
             console_access.check_turn_post(access, data)
-            round_ = form.cleaned_data.get("round")
             turn_create(
                 experiment=access.experiment,
-                round=access.experiment.current_round if round_ is None else round_,
+                round=form.cleaned_data.get("round"),  # None: the open round
                 content=form.cleaned_data["content"],
                 hinge=bool(form.cleaned_data.get("hinge")),
+                open_round_only=not access.can_edit,  # the clock is the DM side's
                 **data,
             )
         except ValidationError as exc:

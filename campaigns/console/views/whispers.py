@@ -132,8 +132,8 @@ def whisper_post(request, pk):
             console_access.check_turn_post(access, data)
             turn_create(
                 experiment=access.experiment,
-                round=access.experiment.current_round,
                 content=form.cleaned_data["content"],
+                open_round_only=not access.can_edit,
                 **data,
             )
         except ValidationError as exc:
