@@ -51,7 +51,7 @@ class Command(BaseCommand):
             f"{'turns':>7} {'role':<7} {'median ms':>9} {'p95 ms':>7} {'queries':>7} "
             f"{'hit ms':>6} {'pack tok':>8} {'full-history tok':>16} {'strain':<8}"
         )
-        if connection.vendor == "postgresql":
+        if connection.vendor == "postgresql" and not connection.in_atomic_block:
             # Dead rows and index entries from earlier (rolled-back) runs would skew this one.
             with connection.cursor() as cursor:
                 cursor.execute("VACUUM ANALYZE campaigns_turn")
