@@ -26,7 +26,15 @@ def manage(*args, **env):
     base = {
         k: v
         for k, v in os.environ.items()
-        if k not in {"DJANGO_DEBUG", "DJANGO_SECRET_KEY", "DATABASE_URL", "REDIS_URL"}
+        # Not the browser tests' async switch either: a deployment never sets it.
+        if k
+        not in {
+            "DJANGO_DEBUG",
+            "DJANGO_SECRET_KEY",
+            "DATABASE_URL",
+            "REDIS_URL",
+            "DJANGO_ALLOW_ASYNC_UNSAFE",
+        }
     }
     return subprocess.run(
         [sys.executable, "manage.py", *args],
