@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
@@ -31,10 +33,50 @@ def _int(value: str | None) -> int | None:
     return int(value)
 
 
+@dataclass(frozen=True)
+class WhisperStub:
+    """A whisper the viewer may not read, shown only as "X whispered to Y" when the
+    campaign sets `show_whisper_existence` (SPEC §4): never its content, tags or hinge."""
+
+    seq: int
+    round: int
+    speaker: str
+    recipients: tuple[str, ...]
+    is_stub = True
+
+
+def _whisper_stubs(*, experiment, viewer, filters, low: int, high: int | None) -> list:
+    """The stubs between two seqs of the page, under the page's round/speaker filters."""
+    if viewer.omniscient or not experiment.config.get("show_whisper_existence"):
+        return []
+    if filters.get("kind") not in (None, Turn.Kind.WHISPER):
+        return []
+    hidden = selectors.whisper_existence_for(experiment=experiment, viewer=viewer)
+    hidden = hidden.filter(seq__gt=low)
+    if high is not None:
+        hidden = hidden.filter(seq__lt=high)
+    if "round" in filters:
+        hidden = hidden.filter(round=filters["round"])
+    if "speaker" in filters:
+        hidden = hidden.filter(speaker=filters["speaker"])
+    rows = hidden.order_by("seq").values_list("seq", "round", "speaker", "visibility")
+    return [
+        WhisperStub(
+            seq=seq,
+            round=round_,
+            speaker=speaker,
+            recipients=tuple(r for r in (visibility or ()) if r != speaker),
+        )
+        for seq, round_, speaker, visibility in rows[: PAGE_SIZE * 2]
+    ]
+
+
 def timeline(*, experiment, viewer, params) -> dict:
     """The newest PAGE_SIZE turns the viewer reads (filtered), shown oldest first.
 
     ``before`` pages back by seq: one query for the page, one probe for "is there more".
+    With `show_whisper_existence`, whispers the viewer may not read between those turns
+    appear as content-free stubs (one more query).
     """
     turns = selectors.turns_visible_to(experiment=experiment, viewer=viewer)
     filters = {}
@@ -56,8 +98,13 @@ def timeline(*, experiment, viewer, params) -> dict:
     more = len(rows) > PAGE_SIZE
     rows = rows[:PAGE_SIZE]
     rows.reverse()
+    low = rows[0].seq if (rows and more) else 0
+    stubs = _whisper_stubs(
+        experiment=experiment, viewer=viewer, filters=filters, low=low, high=before
+    )
+    items = sorted([*rows, *stubs], key=lambda item: item.seq) if stubs else rows
     return {
-        "turns": rows,
+        "turns": items,
         "more": more,
         "earliest_seq": rows[0].seq if rows else None,
         "filters": filters,

@@ -178,3 +178,40 @@ def test_a_job_of_another_campaign_is_404(as_user, owner, exp):
 def test_junk_ids_are_404_not_500(as_user, owner):
     for pk in ("abc", "0", str(2**70)):
         assert as_user(owner).get(f"/campaigns/{pk}/").status_code == 404
+
+
+def _show_whisper_existence(exp):
+    exp.config = {**exp.config, "show_whisper_existence": True}
+    exp.save(update_fields=["config"])
+
+
+def test_whispers_a_player_cannot_read_are_hidden_without_a_trace_by_default(as_user, player, exp):
+    body = as_user(player).get(url(exp)).content.decode()
+    assert "Cassia whispered" not in body and "whisper-stub" not in body
+
+
+def test_with_show_whisper_existence_a_player_sees_that_a_whisper_happened_not_what_it_said(
+    as_user, player, exp
+):
+    _show_whisper_existence(exp)
+    body = as_user(player).get(url(exp)).content.decode()
+    assert "Cassia whispered to DM." in body and "DM whispered to Cassia." in body
+    assert FORBIDDEN["cassia_whisper"] not in body
+    assert FORBIDDEN["dm_reply_to_cassia"] not in body
+    # The player's own whisper is shown in full, never as a stub.
+    assert ALLOWED["thorin_whisper"] in body
+    assert "Thorin whispered" not in body
+
+
+def test_whisper_stubs_follow_the_timeline_filters(as_user, player, exp):
+    _show_whisper_existence(exp)
+    client = as_user(player)
+    assert "Cassia whispered" not in client.get(url(exp) + "?speaker=Thorin").content.decode()
+    assert "Cassia whispered" not in client.get(url(exp) + "?kind=action").content.decode()
+    assert "Cassia whispered" in client.get(url(exp) + "?kind=whisper").content.decode()
+
+
+def test_the_owner_reads_whispers_in_full_and_never_as_stubs(as_user, owner, exp):
+    _show_whisper_existence(exp)
+    body = as_user(owner).get(url(exp)).content.decode()
+    assert FORBIDDEN["cassia_whisper"] in body and "whisper-stub" not in body
