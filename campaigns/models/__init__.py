@@ -1,0 +1,45 @@
+"""Babel's data model (SPEC §3).
+
+Models hold fields, constraints and small properties. Writes go through
+`campaigns.services`, reads that depend on who is looking through `campaigns.selectors`.
+Visibility values are validated in one place (`services.validation.clean_visibility`).
+"""
+
+from campaigns.models.arena import ArenaRun, Fact
+from campaigns.models.campaign import (
+    ContextEvent,
+    Experiment,
+    Participant,
+    Turn,
+    TurnRevision,
+    VisibilityChange,
+    WorldState,
+)
+from campaigns.models.jobs import Job
+from campaigns.models.memory import (
+    HydrationCursor,
+    LoreEntry,
+    LoreRevision,
+    RetrievalPin,
+    Summary,
+    VocabularyStat,
+)
+
+__all__ = [
+    "ArenaRun",
+    "ContextEvent",
+    "Experiment",
+    "Fact",
+    "HydrationCursor",
+    "Job",
+    "LoreEntry",
+    "LoreRevision",
+    "Participant",
+    "RetrievalPin",
+    "Summary",
+    "Turn",
+    "TurnRevision",
+    "VisibilityChange",
+    "VocabularyStat",
+    "WorldState",
+]

@@ -1,0 +1,290 @@
+"""The campaign itself: experiments, participants, turns and what happens to them."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from context_engine.types import PARTICIPANT_KINDS, TURN_KINDS
+from context_engine.visibility import parse_stored_visibility
+
+
+class Experiment(models.Model):
+    """One campaign run."""
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        RUNNING = "running", "Running"
+        PAUSED = "paused", "Paused"
+        FINISHED = "finished", "Finished"
+
+    name = models.CharField(max_length=200)
+    hook = models.TextField(blank=True, help_text="The campaign hook every agent starts from.")
+    rules = models.TextField(blank=True, help_text="Rules reference (static, minimal).")
+    config = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Strategy, budgets, hot window, memory interval, models… (validated).",
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    current_round = models.PositiveIntegerField(
+        default=0,
+        help_text=(
+            "The campaign clock: the open round. Only the owner, staff, the relay and an "
+            "import advance it; reveals, strain and retrieval read it."
+        ),
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="owned_experiments",
+    )
+    pack_version = models.UUIDField(
+        default=uuid.uuid4,
+        editable=False,
+        help_text=(
+            "Changes (to a fresh random value) on every write a pack reads; part of the "
+            "pack cache's key (campaigns.services.pack_cache)."
+        ),
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Participant(models.Model):
+    """An agent (or a human) in an experiment, identified by its role name."""
+
+    class Kind(models.TextChoices):
+        DM = "dm", "Dungeon Master"
+        PLAYER = "player", "Player"
+        JUDGE = "judge", "Judge"
+
+    experiment = models.ForeignKey(
+        Experiment, on_delete=models.CASCADE, related_name="participants"
+    )
+    role = models.CharField(max_length=64)
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.PLAYER)
+    model = models.CharField(max_length=100, default="human")
+    bio = models.TextField(blank=True, help_text="Character profile; public.")
+    identity = models.TextField(blank=True, help_text="System prompt / instructions.")
+    secret = models.TextField(
+        blank=True, help_text="Hidden goal: only this participant and judges may read it."
+    )
+    reveal_round = models.PositiveIntegerField(
+        null=True, blank=True, help_text="After this round the secret is public."
+    )
+    order = models.PositiveIntegerField(default=0, help_text="Turn order within a round.")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="participations",
+    )
+
+    class Meta:
+        ordering = ["experiment_id", "order", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["experiment", "role"], name="participant_unique_role_per_experiment"
+            ),
+            models.CheckConstraint(
+                condition=Q(kind__in=list(PARTICIPANT_KINDS)), name="participant_kind_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role} ({self.kind})"
+
+
+class Turn(models.Model):
+    """One entry of the campaign log. ``visibility`` null = public, else a list of roles."""
+
+    class Kind(models.TextChoices):
+        NARRATIVE = "narrative", "Narrative"
+        INTEL = "intel", "Intel"
+        CHOICE = "choice", "Choice"
+        SYSTEM = "system", "System"
+        ACTION = "action", "Action"
+        WHISPER = "whisper", "Whisper"
+        GM_NOTE = "gm_note", "GM note"
+        MONOLOGUE = "monologue", "Monologue"
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="turns")
+    round = models.PositiveIntegerField(help_text="0 = setup.")
+    seq = models.PositiveIntegerField(help_text="Strictly increasing within the experiment.")
+    speaker = models.CharField(max_length=64)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    content = models.TextField()
+    visibility = models.JSONField(
+        null=True, blank=True, help_text="null = everyone; otherwise the roles that may read it."
+    )
+    tags = models.JSONField(default=list, blank=True)
+    hinge = models.BooleanField(default=False)
+    needs_review = models.BooleanField(
+        default=False, help_text="Agent output that could not be parsed (stored DM-only)."
+    )
+    tokens = models.PositiveIntegerField(default=0, help_text="Counted once on write.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["experiment_id", "seq"]
+        constraints = [
+            # Also serves "turns of an experiment in seq order" and "seq > N" reads.
+            models.UniqueConstraint(fields=["experiment", "seq"], name="turn_unique_seq"),
+            models.CheckConstraint(condition=Q(round__gte=0), name="turn_round_not_negative"),
+            models.CheckConstraint(condition=Q(seq__gte=1), name="turn_seq_positive"),
+            models.CheckConstraint(condition=Q(kind__in=list(TURN_KINDS)), name="turn_kind_valid"),
+        ]
+        indexes = [
+            # Pack building: "turns of experiment E with round >= R" (hot window) and the
+            # timeline's "?round=" filter.
+            models.Index(fields=["experiment", "round", "seq"], name="turn_exp_round_seq"),
+            # Hinge anchors beyond the window: "hinge turns of E with round >= R - TTL".
+            models.Index(
+                fields=["experiment", "round"],
+                condition=Q(hinge=True),
+                name="turn_hinge_by_round",
+            ),
+            # An agent's own monologues: "monologues of E by speaker S, newest first".
+            # Not a partial index: with kind as a bound parameter the planners skip those.
+            models.Index(
+                fields=["experiment", "kind", "speaker", "seq"], name="turn_kind_speaker_seq"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} R{self.round} {self.speaker} ({self.kind})"
+
+    @property
+    def is_public(self) -> bool:
+        return self.visibility is None
+
+    def effective_visibility(self, dm_roles: tuple[str, ...] = ("DM",)):
+        """Stored visibility as readers see it: corrupt values fail closed to DM-only."""
+        return parse_stored_visibility(self.visibility, dm_roles)
+
+
+class TurnRevision(models.Model):
+    """A GM note's earlier text, kept when the DM edits or deletes it in the console.
+
+    A delete removes the turn from every reader (and from what was derived from it) but
+    keeps its whole snapshot here for the admin: nothing the DM wrote is ever lost.
+    """
+
+    class Action(models.TextChoices):
+        EDIT = "edit", "Edited"
+        DELETE = "delete", "Deleted"
+
+    experiment = models.ForeignKey(
+        Experiment, on_delete=models.CASCADE, related_name="turn_revisions"
+    )
+    turn = models.ForeignKey(
+        Turn, null=True, blank=True, on_delete=models.SET_NULL, related_name="revisions"
+    )
+    action = models.CharField(max_length=8, choices=Action.choices)
+    seq = models.PositiveIntegerField()
+    round = models.PositiveIntegerField()
+    speaker = models.CharField(max_length=64)
+    kind = models.CharField(max_length=16)
+    visibility = models.JSONField(null=True, blank=True)
+    old_content = models.TextField()
+    new_content = models.TextField(blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["experiment_id", "id"]
+        indexes = [
+            # The notes page: "revisions of these turns" (edit history under each note).
+            models.Index(fields=["turn", "id"], name="turnrev_by_turn"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} of #{self.seq} ({self.kind})"
+
+
+class WorldState(models.Model):
+    """Named flags and state fields with a mutation counter per field (SPEC §5.6).
+
+    ``fields`` maps name → {"value": str, "mutations": int, "last_mutated_round": int}.
+    """
+
+    experiment = models.OneToOneField(
+        Experiment, on_delete=models.CASCADE, related_name="world_state"
+    )
+    flags = models.JSONField(default=dict, blank=True)
+    fields = models.JSONField(default=dict, blank=True)
+    last_updated_round = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"World state of {self.experiment}"
+
+
+class VisibilityChange(models.Model):
+    """A reveal: the DM widened a turn's audience or revealed a secret goal (SPEC §4)."""
+
+    experiment = models.ForeignKey(
+        Experiment, on_delete=models.CASCADE, related_name="visibility_changes"
+    )
+    turn = models.ForeignKey(Turn, null=True, blank=True, on_delete=models.CASCADE)
+    participant = models.ForeignKey(Participant, null=True, blank=True, on_delete=models.CASCADE)
+    old_visibility = models.JSONField(null=True, blank=True)
+    new_visibility = models.JSONField(null=True, blank=True)
+    round = models.PositiveIntegerField(default=0)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["experiment_id", "id"]
+
+    def __str__(self) -> str:
+        target = f"turn {self.turn_id}" if self.turn_id else f"participant {self.participant_id}"
+        return f"Reveal of {target} at R{self.round}"
+
+
+class ContextEvent(models.Model):
+    """A /checkpoint, /compress or /clear, with who ran it and where the log stood."""
+
+    class Command(models.TextChoices):
+        CHECKPOINT = "checkpoint", "/checkpoint"
+        COMPRESS = "compress", "/compress"
+        CLEAR = "clear", "/clear"
+
+    experiment = models.ForeignKey(
+        Experiment, on_delete=models.CASCADE, related_name="context_events"
+    )
+    command = models.CharField(max_length=16, choices=Command.choices)
+    role = models.CharField(max_length=64, blank=True, help_text="Blank = every agent.")
+    round = models.PositiveIntegerField(default=0)
+    seq = models.PositiveIntegerField(default=0, help_text="Last turn seq when it ran.")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    cleared_without_checkpoint = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["experiment_id", "id"]
+        indexes = [
+            # Pack building: "latest events of E" (newest first).
+            models.Index(fields=["experiment", "-id"], name="event_latest"),
+        ]
+
+    def __str__(self) -> str:
+        return f"/{self.command} at R{self.round} #{self.seq}"
