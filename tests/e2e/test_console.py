@@ -151,3 +151,23 @@ def test_a_player_whispers_and_the_dm_reads_it(browser, live_server, demo):
     thread = dm.locator(".thread", has_text="the well hums at night")
     assert thread.count() == 1
     assert "Thorin" in thread.locator("h3").inner_text()
+
+
+def test_a_player_sees_that_whispers_happened_when_the_campaign_shows_their_existence(
+    browser, live_server, demo
+):
+    demo.config = {**demo.config, "show_whisper_existence": True}
+    demo.save(update_fields=["config"])
+    whispers = Turn.objects.filter(experiment=demo, kind="whisper")
+    hidden = [turn for turn in whispers if "Thorin" not in (turn.visibility or ())]
+    assert hidden
+    player = browser.new_context().new_page()
+    sign_in(player, live_server, "thorin")
+    player.goto(f"{live_server.url}/campaigns/{demo.pk}/?kind=whisper")
+    stubs = player.locator(".whisper-stub")
+    stubs.first.wait_for()
+    shot(player, "timeline-whisper-stubs")
+    text = player.locator("#timeline").inner_text()
+    assert "You cannot read what was said." in text
+    for turn in hidden:
+        assert turn.content[:40] not in text
