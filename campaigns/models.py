@@ -10,9 +10,11 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from context_engine.llm.usage import MAX_OUTPUT_TOKENS_LIMIT, TEMPERATURE_MAX
 from context_engine.types import PARTICIPANT_KINDS, TURN_KINDS
 from context_engine.visibility import parse_stored_visibility
 
@@ -97,6 +99,18 @@ class Participant(models.Model):
         on_delete=models.SET_NULL,
         related_name="participations",
     )
+    temperature = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.0), MaxValueValidator(TEMPERATURE_MAX)],
+        help_text="Sampling temperature, 0–2. Blank = the provider's default.",
+    )
+    max_output_tokens = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_OUTPUT_TOKENS_LIMIT)],
+        help_text=f"Longest answer, 1–{MAX_OUTPUT_TOKENS_LIMIT} tokens. Blank = the default.",
+    )
 
     class Meta:
         ordering = ["experiment_id", "order", "id"]
@@ -106,6 +120,16 @@ class Participant(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(kind__in=list(PARTICIPANT_KINDS)), name="participant_kind_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(temperature__isnull=True)
+                | Q(temperature__gte=0, temperature__lte=TEMPERATURE_MAX),
+                name="participant_temperature_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(max_output_tokens__isnull=True)
+                | Q(max_output_tokens__gte=1, max_output_tokens__lte=MAX_OUTPUT_TOKENS_LIMIT),
+                name="participant_max_output_tokens_range",
             ),
         ]
 
@@ -661,3 +685,53 @@ class RetrievalPin(models.Model):
 
     def __str__(self) -> str:
         return f"/{self.command} {self.query} for {self.role}"
+
+
+class ModelCall(models.Model):
+    """One model call an agent (or a memory worker) made: its tokens and prefix stability.
+
+    ``key`` makes recording idempotent: a relay step is ``round:R:STEP:ROLE``, so a step
+    run twice (a redelivered task, a resumed round) updates its row instead of adding one.
+    ``prefix_blocks`` are chained fingerprints of the prompt's bytes (no text is kept),
+    compared with the same agent's previous call to give ``prefix_stable_share``.
+    Counts are the provider's usage metadata; offline calls count with our own counter.
+    """
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="model_calls")
+    job = models.ForeignKey(
+        "Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="model_calls"
+    )
+    key = models.CharField(max_length=200)
+    round = models.PositiveIntegerField(default=0)
+    role = models.CharField(max_length=64, blank=True, help_text="Blank for memory workers.")
+    step = models.CharField(max_length=32, help_text="narrate, act, answer or a worker name.")
+    model = models.CharField(max_length=100)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_cached = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    prompt_bytes = models.PositiveIntegerField(default=0)
+    prefix_blocks = models.JSONField(default=list, blank=True)
+    prefix_stable_share = models.FloatField(
+        null=True, blank=True, help_text="Share of prompt bytes equal to the previous call's."
+    )
+    cache_name = models.CharField(max_length=200, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["experiment_id", "round", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["experiment", "key"], name="modelcall_unique_key"),
+            models.CheckConstraint(
+                condition=Q(tokens_cached__lte=models.F("tokens_in")),
+                name="modelcall_cached_within_input",
+            ),
+        ]
+        indexes = [
+            # Stability: "the latest call of E by role R before this one".
+            models.Index(fields=["experiment", "role", "id"], name="modelcall_by_role"),
+            # Usage views: "calls of E in round R" (the unique key serves "all of E").
+            models.Index(fields=["experiment", "round"], name="modelcall_by_round"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.step} {self.role or '-'} R{self.round}: {self.tokens_in} in"

@@ -1,0 +1,248 @@
+"""Model calls with their usage: Gemini prefix caching, recording, per-round summaries.
+
+The relay asks `model_call_complete` for an answer and `model_call_record` to keep what
+the call cost. Caching is the provider's: OpenAI-compatible servers cache the longest
+prefix they have seen by themselves (`to_openai_messages` puts the stable sections
+first); Gemini needs an explicit cached content, which this module creates for an agent's
+system instruction (its frozen prefix) behind ``BABEL_GEMINI_CONTEXT_CACHE``, registers in
+Django's cache under (experiment, role, model, prefix hash), reuses by name while the
+prefix is unchanged, and gives up on (plain call) when the prefix is under the token
+floor or the provider refuses.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models import Count, F, Max, Min, Sum
+
+from campaigns.models import Experiment, Job, ModelCall, Participant
+from context_engine.llm import (
+    Completion,
+    GenerationOptions,
+    LLMError,
+    Message,
+    PermanentLLMError,
+    Usage,
+    prefix_fingerprints,
+    prefix_hash,
+    prompt_bytes,
+    stable_share,
+)
+from context_engine.llm.base import split_system
+from context_engine.tokens import count
+
+log = logging.getLogger(__name__)
+
+Retry = Callable[[Callable[[], Any]], Any]
+CACHE_TTL_MARGIN = 60  # forget a registered cache this long before the provider drops it
+
+
+def _once(fn: Callable[[], Any]) -> Any:
+    return fn()
+
+
+def participant_options(participant: Participant) -> GenerationOptions:
+    """The participant's sampling settings for the SDKs (None: the provider's default)."""
+    return GenerationOptions(
+        temperature=participant.temperature, max_output_tokens=participant.max_output_tokens
+    )
+
+
+def step_key(*, round: int, step: str, role: str) -> str:
+    """The idempotency key of a relay step's model call (one row per step)."""
+    return f"round:{round}:{step}:{role}"
+
+
+# -- Gemini context cache ----------------------------------------------------------------
+
+
+def _registry_key(experiment: Experiment, role: str, model: str, digest: str) -> str:
+    return f"gemini-cache:{experiment.pk}:{role}:{model}:{digest}"
+
+
+def gemini_prefix_cache(
+    *, experiment: Experiment, role: str, client: Any, system: str, retry: Retry = _once
+) -> str | None:
+    """The name of a cached content holding ``system`` for this agent, or None.
+
+    None when caching is off, the client cannot cache, the prefix is under the floor, or
+    creating the cache failed (the call then goes out plain, nothing else changes).
+    """
+    if not settings.BABEL_GEMINI_CONTEXT_CACHE or not hasattr(client, "create_cache"):
+        return None
+    if not system or count(system) < settings.BABEL_GEMINI_CACHE_MIN_TOKENS:
+        return None
+    key = _registry_key(experiment, role, client.model, prefix_hash(system))
+    name = cache.get(key)
+    if name:
+        return name
+    ttl = int(settings.BABEL_GEMINI_CACHE_TTL)
+    try:
+        name = retry(lambda: client.create_cache(system=system, ttl_seconds=ttl))
+    except LLMError as exc:
+        log.warning("Gemini cache for %s (experiment %s) not created: %s", role, experiment.pk, exc)
+        return None
+    cache.set(key, name, timeout=max(1, ttl - CACHE_TTL_MARGIN))
+    return name
+
+
+def model_call_complete(
+    *,
+    experiment: Experiment,
+    role: str,
+    client: Any,
+    messages: list[Message],
+    options: GenerationOptions | None = None,
+    retry: Retry = _once,
+) -> Completion:
+    """Call the model with its sampling settings, through the agent's cached prefix when
+    there is one. A refused cached call (expired, deleted) drops the registration and is
+    made again plain. Raises LLMError when the plain call fails too."""
+    system, _ = split_system(messages)
+    name = gemini_prefix_cache(
+        experiment=experiment, role=role, client=client, system=system, retry=retry
+    )
+    if name:
+        try:
+            return retry(
+                lambda: client.complete_with_usage(messages, options=options, cached_content=name)
+            )
+        except PermanentLLMError as exc:
+            log.warning("Gemini cached call refused (%s); calling without the cache", exc)
+            cache.delete(_registry_key(experiment, role, client.model, prefix_hash(system)))
+    return retry(lambda: client.complete_with_usage(messages, options=options))
+
+
+# -- recording ---------------------------------------------------------------------------
+
+
+@transaction.atomic
+def model_call_record(
+    *,
+    experiment: Experiment,
+    key: str,
+    round: int,
+    role: str,
+    step: str,
+    model: str,
+    messages: list[Message],
+    usage: Usage,
+    job: Job | None = None,
+) -> ModelCall:
+    """Store one call's usage and prefix stability; recording the same key again updates
+    the row (a step run twice is counted once)."""
+    data = prompt_bytes(messages)
+    blocks = prefix_fingerprints(data)
+    previous = (
+        ModelCall.objects.filter(experiment=experiment, role=role)
+        .exclude(key=key)
+        .order_by("-id")
+        .values_list("prefix_blocks", flat=True)
+        .first()
+    )
+    call, _ = ModelCall.objects.update_or_create(
+        experiment=experiment,
+        key=key,
+        defaults={
+            "job": job,
+            "round": round,
+            "role": role,
+            "step": step,
+            "model": model,
+            "tokens_in": usage.tokens_in,
+            "tokens_cached": min(usage.tokens_cached, usage.tokens_in),
+            "tokens_out": usage.tokens_out,
+            "prompt_bytes": len(data),
+            "prefix_blocks": blocks,
+            "prefix_stable_share": stable_share(previous, blocks, len(data)),
+            "cache_name": usage.cache_name[:200],
+        },
+    )
+    return call
+
+
+# -- summaries ---------------------------------------------------------------------------
+
+
+def _totals(row: dict) -> dict:
+    cached = row["tokens_cached"] or 0
+    return {
+        "calls": row["calls"],
+        "tokens_in": row["tokens_in"] or 0,
+        "tokens_cached": cached,
+        "tokens_out": row["tokens_out"] or 0,
+        "saving_tokens": cached,
+        "cached_share": round(cached / row["tokens_in"], 4) if row["tokens_in"] else 0.0,
+    }
+
+
+def usage_summary(*, experiment: Experiment, round: int | None = None) -> dict:
+    """Tokens per agent (and in total) for one round or the whole campaign.
+
+    ``saving_tokens`` is the cached tokens: input the provider did not process again.
+    ``prefix_stable_share`` per agent is the mean over its calls that had a previous one.
+    """
+    calls = ModelCall.objects.filter(experiment=experiment)
+    if round is not None:
+        calls = calls.filter(round=round)
+    sums = {
+        "calls": Count("id"),
+        "tokens_in": Sum("tokens_in"),
+        "tokens_cached": Sum("tokens_cached"),
+        "tokens_out": Sum("tokens_out"),
+    }
+    agents = []
+    rows = (
+        calls.values("role")
+        .annotate(
+            **sums,
+            first=Min("id"),
+            stable_sum=Sum("prefix_stable_share"),
+            stable_n=Count("prefix_stable_share"),
+            models=Max("model"),
+        )
+        .order_by("first")
+    )
+    for row in rows:
+        entry = {"role": row["role"], "model": row["models"], **_totals(row)}
+        entry["prefix_stable_share"] = (
+            round_share(row["stable_sum"] / row["stable_n"]) if row["stable_n"] else None
+        )
+        agents.append(entry)
+    total = calls.aggregate(**sums)
+    return {"round": round, "agents": agents, "total": _totals(total)}
+
+
+def round_share(value: float) -> float:
+    return round(float(value), 4)
+
+
+def usage_rounds(*, experiment: Experiment) -> list[dict]:
+    """Per-round totals, newest round first (the console's table)."""
+    rows = (
+        ModelCall.objects.filter(experiment=experiment)
+        .values("round")
+        .annotate(
+            calls=Count("id"),
+            tokens_in=Sum("tokens_in"),
+            tokens_cached=Sum("tokens_cached"),
+            tokens_out=Sum("tokens_out"),
+            stable=Sum(F("prefix_stable_share")),
+            stable_n=Count("prefix_stable_share"),
+        )
+        .order_by("-round")
+    )
+    out = []
+    for row in rows:
+        entry = {"round": row["round"], **_totals(row)}
+        entry["prefix_stable_share"] = (
+            round_share(row["stable"] / row["stable_n"]) if row["stable_n"] else None
+        )
+        out.append(entry)
+    return out
