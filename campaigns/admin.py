@@ -28,7 +28,18 @@ from campaigns.services.validation import clean_visibility
 class ParticipantInline(admin.TabularInline):
     model = Participant
     extra = 0
-    fields = ("role", "kind", "model", "order", "user", "reveal_round", "bio", "secret")
+    fields = (
+        "role",
+        "kind",
+        "model",
+        "temperature",
+        "max_output_tokens",
+        "order",
+        "user",
+        "reveal_round",
+        "bio",
+        "secret",
+    )
 
 
 @admin.register(Experiment)
@@ -41,7 +52,15 @@ class ExperimentAdmin(admin.ModelAdmin):
 
 @admin.register(Participant)
 class ParticipantAdmin(admin.ModelAdmin):
-    list_display = ("role", "experiment", "kind", "model", "user")
+    list_display = (
+        "role",
+        "experiment",
+        "kind",
+        "model",
+        "temperature",
+        "max_output_tokens",
+        "user",
+    )
     list_filter = ("kind", "experiment")
     search_fields = ("role", "bio")
 

@@ -42,6 +42,7 @@ from django.utils import timezone
 
 from campaigns.adapters import llm_settings
 from campaigns.models import Experiment, Job, Participant, Turn
+from campaigns.selectors_usage import usage_summary
 from campaigns.services.context import pack_for_role
 from campaigns.services.turns import turn_create
 from campaigns.services.usage import (
@@ -49,7 +50,6 @@ from campaigns.services.usage import (
     model_call_record,
     participant_options,
     step_key,
-    usage_summary,
 )
 from campaigns.services.validation import max_content_chars
 from context_engine.agent_output import ParsedTurn, parse_agent_output

@@ -8,10 +8,11 @@ import pytest
 
 from campaigns.adapters import llm_settings
 from campaigns.models import ModelCall
+from campaigns.selectors_usage import usage_summary
 from campaigns.services import relay
 from campaigns.services.experiments import experiment_update
 from campaigns.services.relay import round_start
-from campaigns.services.usage import model_call_complete, model_call_record, usage_summary
+from campaigns.services.usage import model_call_complete, model_call_record
 from context_engine.llm import Usage, client_for
 from context_engine.tokens import count
 from tests.campaigns.services.memory_support import use_gemini
