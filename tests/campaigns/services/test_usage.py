@@ -264,3 +264,32 @@ def test_openai_rounds_read_cached_tokens_from_the_usage_block(
     for request in openai_standin.requests:
         roles = [m["role"] for m in request.json["messages"]]
         assert roles[0] == "system" and "system" not in roles[1:]
+
+
+# -- per-agent model settings --------------------------------------------------------------
+
+
+def test_each_agents_temperature_and_max_tokens_reach_gemini(
+    on_gemini, owner, gemini_standin, django_capture_on_commit_callbacks
+):
+    on_gemini.participants.filter(role="DM").update(temperature=0.2, max_output_tokens=900)
+    on_gemini.participants.filter(role="Thorin").update(temperature=1.8)
+    play(on_gemini, owner, django_capture_on_commit_callbacks)
+    configs = [r.json.get("generationConfig", {}) for r in generate_requests(gemini_standin)]
+    dm, thorin, cassia = configs[:3]
+    assert (dm["temperature"], dm["maxOutputTokens"]) == (0.2, 900)
+    assert thorin["temperature"] == 1.8 and "maxOutputTokens" not in thorin
+    assert "temperature" not in cassia and "maxOutputTokens" not in cassia
+
+
+def test_each_agents_settings_reach_an_openai_compatible_server(
+    offline_memory, settings, owner, openai_standin, monkeypatch, django_capture_on_commit_callbacks
+):
+    settings.OPENAI_BASE_URL = openai_standin.base_url
+    monkeypatch.setattr(relay, "_sleep", lambda seconds: None)
+    offline_memory.participants.update(model="openai:local")
+    offline_memory.participants.filter(role="Cassia").update(temperature=0.0, max_output_tokens=64)
+    play(offline_memory, owner, django_capture_on_commit_callbacks)
+    dm, thorin, cassia = (r.json for r in openai_standin.requests[:3])
+    assert (cassia["temperature"], cassia["max_tokens"]) == (0.0, 64)
+    assert "temperature" not in dm and "max_tokens" not in thorin
