@@ -73,3 +73,7 @@ def test_the_usage_tab_is_shown_to_editors_only(as_user, owner, player, exp):
     assert (
         tab not in as_user(player).get(reverse("console:campaign", args=[exp.pk])).content.decode()
     )
+
+
+def test_the_page_has_no_view_as_switch_since_it_is_the_owners_own(as_user, owner, used):
+    assert 'id="view-as"' not in as_user(owner).get(url(used)).content.decode()
