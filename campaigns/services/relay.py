@@ -55,7 +55,7 @@ from campaigns.services.validation import max_content_chars
 from context_engine.agent_output import ParsedTurn, parse_agent_output
 from context_engine.llm import LLMError, call_with_retries, client_for, is_offline, offline_usage
 from context_engine.relay import ACT, ANSWER, NARRATE, OfflineAgent, Step, step_instruction
-from context_engine.render import to_openai_messages
+from context_engine.render import frozen_prefix, to_openai_messages
 from context_engine.visibility import parse_stored_visibility
 
 log = logging.getLogger(__name__)
@@ -342,6 +342,7 @@ class _Round:
                     client=client,
                     messages=messages,
                     options=participant_options(participant),
+                    frozen_prefix=frozen_prefix(pack),
                     retry=retry,
                 )
             except LLMError as exc:

@@ -98,23 +98,35 @@ def model_call_complete(
     client: Any,
     messages: list[Message],
     options: GenerationOptions | None = None,
+    frozen_prefix: str = "",
     retry: Retry = _once,
 ) -> Completion:
     """Call the model with its sampling settings, through the agent's cached prefix when
     there is one. A refused cached call (expired, deleted) drops the registration and is
-    made again plain. Raises LLMError when the plain call fails too."""
-    system, _ = split_system(messages)
+    made again plain. Raises LLMError when the plain call fails too.
+
+    ``frozen_prefix`` is the part of the system message that survives rounds
+    (`context_engine.render.frozen_prefix`); only it is cached, and the rest of the system
+    message (state, digest) leads the request's contents, because a Gemini call that names
+    a cache may not carry a system instruction of its own. Without it the whole system
+    message is cached, and any change to it needs a new cache.
+    """
+    system, conversation = split_system(messages)
+    prefix = frozen_prefix if frozen_prefix and system.startswith(frozen_prefix) else system
     name = gemini_prefix_cache(
-        experiment=experiment, role=role, client=client, system=system, retry=retry
+        experiment=experiment, role=role, client=client, system=prefix, retry=retry
     )
     if name:
+        tail = system[len(prefix) :].strip()
+        cached = [{"role": "user", "content": tail}] if tail else []
+        cached += conversation
         try:
             return retry(
-                lambda: client.complete_with_usage(messages, options=options, cached_content=name)
+                lambda: client.complete_with_usage(cached, options=options, cached_content=name)
             )
         except PermanentLLMError as exc:
             log.warning("Gemini cached call refused (%s); calling without the cache", exc)
-            cache.delete(_registry_key(experiment, role, client.model, prefix_hash(system)))
+            cache.delete(_registry_key(experiment, role, client.model, prefix_hash(prefix)))
     return retry(lambda: client.complete_with_usage(messages, options=options))
 
 

@@ -233,7 +233,30 @@ def test_a_cache_the_provider_dropped_is_forgotten_and_the_call_made_plain(
     assert again.usage.cache_name in gemini_standin.caches  # a fresh cache was made
 
 
-def test_a_cached_gemini_round_records_the_saving(
+def test_only_the_frozen_prefix_is_cached_and_the_rest_of_the_system_leads_the_contents(
+    campaign, settings, caching, gemini_standin
+):
+    use_gemini(settings, gemini_standin)
+    client = client_for(GEMINI, llm_settings())
+    frozen = SYSTEM.strip()
+    for number in (1, 2):  # the state changes with the round; the frozen part does not
+        system = f"{frozen}\n\n## World state (round {number})\nFlags: none"
+        model_call_complete(
+            experiment=campaign,
+            role="DM",
+            client=client,
+            messages=[{"role": "system", "content": system}, *MESSAGES[1:]],
+            frozen_prefix=frozen,
+        )
+    (cached,) = gemini_standin.caches.values()  # one cache, reused in round 2
+    assert cached["systemInstruction"]["parts"][0]["text"] == frozen
+    last = generate_requests(gemini_standin)[-1].json
+    assert "systemInstruction" not in last
+    assert last["contents"][0]["parts"][0]["text"] == "## World state (round 2)\nFlags: none"
+    assert gemini_standin.requests[-1].prompt.startswith(frozen)  # the model reads it all
+
+
+def test_a_cached_gemini_campaign_reuses_each_agents_cache_across_rounds(
     on_gemini, caching, owner, gemini_standin, django_capture_on_commit_callbacks
 ):
     play(on_gemini, owner, django_capture_on_commit_callbacks)
@@ -241,6 +264,11 @@ def test_a_cached_gemini_round_records_the_saving(
     calls = ModelCall.objects.filter(experiment=on_gemini)
     assert calls.count() >= 6
     assert all(c.cache_name in gemini_standin.caches and c.tokens_cached > 0 for c in calls)
+    # One cache per agent: the frozen prefix did not change between the rounds.
+    assert len(gemini_standin.caches) == 3
+    assert {c.role: c.cache_name for c in calls.filter(round=1)} == {
+        c.role: c.cache_name for c in calls.filter(round=2)
+    }
     saving = job.result["usage"]["total"]["saving_tokens"]
     assert saving == sum(c.tokens_cached for c in calls.filter(round=2)) > 0
 
