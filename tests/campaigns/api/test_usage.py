@@ -185,3 +185,16 @@ def test_only_editors_patch_a_participant_and_ids_are_checked(
     assert unknown.status_code == 400 and "colour" in unknown.json()
     dm.refresh_from_db()
     assert dm.temperature is None
+
+
+def test_a_players_view_of_a_round_job_carries_no_usage(
+    api, campaign, owner, player, django_capture_on_commit_callbacks
+):
+    campaign.participants.update(model="offline")
+    with django_capture_on_commit_callbacks(execute=True):
+        started = api(owner).post(f"/api/experiments/{campaign.pk}/rounds/", {}, format="json")
+    task = f"/api/tasks/{started.json()['task_id']}/"
+    assert api(owner).get(task).json()["result"]["usage"]["total"]["calls"] >= 3
+    seen = api(player).get(task)
+    assert seen.status_code == 200
+    assert "usage" not in seen.content.decode() and "tokens_in" not in seen.content.decode()
