@@ -201,7 +201,7 @@ BABEL_LLM_BREAKER_SECONDS = _int("BABEL_LLM_BREAKER_SECONDS", 60, minimum=0)
 # Gemini explicit context caching of each agent's frozen prefix (system instruction):
 # off by default; prefixes under the token floor (the provider's minimum) go uncached.
 BABEL_GEMINI_CONTEXT_CACHE = _bool("BABEL_GEMINI_CONTEXT_CACHE", False)
-BABEL_GEMINI_CACHE_MIN_TOKENS = _int("BABEL_GEMINI_CACHE_MIN_TOKENS", 1024, minimum=0)
+BABEL_GEMINI_CACHE_MIN_TOKENS = _int("BABEL_GEMINI_CACHE_MIN_TOKENS", 2048, minimum=0)
 BABEL_GEMINI_CACHE_TTL = _int("BABEL_GEMINI_CACHE_TTL", 3600, minimum=60)
 # World Bible hydration reads at most this many turns per batch (one task step).
 BABEL_HYDRATE_BATCH_TURNS = _int("BABEL_HYDRATE_BATCH_TURNS", 2000, minimum=1)

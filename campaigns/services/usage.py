@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 
 Retry = Callable[[Callable[[], Any]], Any]
 CACHE_TTL_MARGIN = 60  # forget a registered cache this long before the provider drops it
+REFUSED = "-"  # registered when creation failed: no new attempt for this prefix for a while
+REFUSED_SECONDS = 600
 
 
 def _once(fn: Callable[[], Any]) -> Any:
@@ -80,12 +82,15 @@ def gemini_prefix_cache(
     key = _registry_key(experiment, role, client.model, prefix_hash(system))
     name = cache.get(key)
     if name:
-        return name
+        return None if name == REFUSED else name
     ttl = int(settings.BABEL_GEMINI_CACHE_TTL)
     try:
         name = retry(lambda: client.create_cache(system=system, ttl_seconds=ttl))
     except LLMError as exc:
+        # Too small for this model, quota, outage: every call would pay a failing request
+        # before its plain one, so this prefix goes uncached for a while.
         log.warning("Gemini cache for %s (experiment %s) not created: %s", role, experiment.pk, exc)
+        cache.set(key, REFUSED, timeout=min(ttl, REFUSED_SECONDS))
         return None
     cache.set(key, name, timeout=max(1, ttl - CACHE_TTL_MARGIN))
     return name

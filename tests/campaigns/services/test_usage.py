@@ -216,6 +216,10 @@ def test_a_failed_cache_creation_falls_back_to_a_plain_call(
     done = model_call_complete(experiment=campaign, role="DM", client=client, messages=MESSAGES)
     assert done.text and done.usage.cache_name == ""
     assert "cachedContent" not in generate_requests(gemini_standin)[0].json
+    # The refusal is remembered: the next call does not try to create the cache again.
+    model_call_complete(experiment=campaign, role="DM", client=client, messages=MESSAGES)
+    creations = [r for r in gemini_standin.requests if r.path.endswith("/cachedContents")]
+    assert len(creations) == 1
 
 
 def test_a_cache_the_provider_dropped_is_forgotten_and_the_call_made_plain(
