@@ -47,7 +47,7 @@ from campaigns.services.context import pack_for_role
 from campaigns.services.turns import turn_create
 from campaigns.services.usage import (
     model_call_complete,
-    model_call_record,
+    model_call_note,
     participant_options,
     step_key,
 )
@@ -348,7 +348,7 @@ class _Round:
             except LLMError as exc:
                 raise _StepFailed(f"{type(exc).__name__}: {_describe(exc)}") from exc
             text, used = completion.text, completion.usage
-        model_call_record(
+        model_call_note(
             experiment=self.experiment,
             job=self.job,
             key=step_key(round=self.round, step=step.kind, role=participant.role),

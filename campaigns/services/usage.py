@@ -18,7 +18,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from campaigns.models import Experiment, Job, ModelCall, Participant
 from context_engine.llm import (
@@ -136,6 +136,16 @@ def model_call_complete(
 
 
 # -- recording ---------------------------------------------------------------------------
+
+
+def model_call_note(**fields: Any) -> ModelCall | None:
+    """`model_call_record` for the relay: usage is bookkeeping, so a failed write is logged
+    and the step goes on (its turns matter more than its token counts)."""
+    try:
+        return model_call_record(**fields)
+    except DatabaseError:
+        log.exception("usage of %s not recorded", fields.get("key"))
+        return None
 
 
 @transaction.atomic

@@ -5,11 +5,13 @@ the real openai SDK), against the stand-ins on 127.0.0.1."""
 from __future__ import annotations
 
 import pytest
+from django.db import DatabaseError
 
 from campaigns.adapters import llm_settings
 from campaigns.models import ModelCall
 from campaigns.selectors_usage import usage_summary
 from campaigns.services import relay
+from campaigns.services import usage as usage_service
 from campaigns.services.experiments import experiment_update
 from campaigns.services.relay import round_start
 from campaigns.services.usage import model_call_complete, model_call_record
@@ -325,3 +327,17 @@ def test_each_agents_settings_reach_an_openai_compatible_server(
     dm, thorin, cassia = (r.json for r in openai_standin.requests[:3])
     assert (cassia["temperature"], cassia["max_tokens"]) == (0.0, 64)
     assert "temperature" not in dm and "max_tokens" not in thorin
+
+
+def test_a_failed_usage_write_never_costs_the_step_its_turns(
+    offline_memory, owner, monkeypatch, django_capture_on_commit_callbacks
+):
+    def broken(**fields):
+        raise DatabaseError("disk full")
+
+    monkeypatch.setattr(usage_service, "model_call_record", broken)
+    offline_memory.participants.update(model="offline")
+    job = play(offline_memory, owner, django_capture_on_commit_callbacks)
+    assert job.status == "succeeded"
+    assert all(step["status"] == "ok" for step in job.result["steps"])
+    assert not ModelCall.objects.filter(experiment=offline_memory).exists()
