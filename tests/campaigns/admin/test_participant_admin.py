@@ -1,7 +1,11 @@
-"""The participant's model settings in the admin: range errors on the field, nothing saved."""
+"""The admin: participant model settings (range errors on the field, nothing saved) and
+the read-only model call list."""
 
 import pytest
 from django.urls import reverse
+
+from campaigns.services.usage import model_call_record
+from context_engine.llm import Usage
 
 pytestmark = pytest.mark.django_db
 
@@ -51,3 +55,14 @@ def test_valid_model_settings_are_saved(client, staff_user, campaign):
     assert response.status_code == 302
     dm.refresh_from_db()
     assert (dm.temperature, dm.max_output_tokens) == (0.4, 2048)
+
+
+def test_model_calls_are_listed_read_only(client, staff_user, campaign):
+    model_call_record(
+        experiment=campaign, key="k", round=1, role="DM", step="narrate", model="offline",
+        messages=[{"role": "user", "content": "Go"}], usage=Usage(12, 0, 3),
+    )  # fmt: skip
+    client.force_login(staff_user)
+    page = client.get(reverse("admin:campaigns_modelcall_changelist"))
+    assert page.status_code == 200 and "narrate" in page.content.decode()
+    assert client.get(reverse("admin:campaigns_modelcall_add")).status_code == 403
