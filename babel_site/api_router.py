@@ -24,6 +24,11 @@ urlpatterns = [
         views.ParticipantListView.as_view(),
         name="api-participants",
     ),
+    re_path(
+        rf"{EXPERIMENT}/participants/(?P<pid>[^/]+)/$",
+        views.ParticipantDetailView.as_view(),
+        name="api-participant",
+    ),
     re_path(rf"{EXPERIMENT}/turns/$", views.TurnListView.as_view(), name="api-turns"),
     re_path(rf"{EXPERIMENT}/lore/$", views.LoreListView.as_view(), name="api-lore"),
     re_path(
@@ -42,6 +47,7 @@ urlpatterns = [
     re_path(rf"{EXPERIMENT}/facts/$", views.FactListView.as_view(), name="api-facts"),
     re_path(rf"{EXPERIMENT}/arena/$", views.ArenaView.as_view(), name="api-arena"),
     re_path(rf"{EXPERIMENT}/export/$", views.ExportView.as_view(), name="api-export"),
+    re_path(rf"{EXPERIMENT}/usage/$", views.UsageView.as_view(), name="api-usage"),
     path("import/", views.ImportView.as_view(), name="api-import"),
     re_path(r"^tasks/(?P<task_id>[^/]+)/$", views.TaskView.as_view(), name="api-task"),
 ]

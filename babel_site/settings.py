@@ -198,6 +198,11 @@ LLM_TIMEOUT_SECONDS = _int("BABEL_LLM_TIMEOUT", 30, minimum=1)
 BABEL_LLM_RETRY_BASE_DELAY = _float("BABEL_LLM_RETRY_BASE_DELAY", 0.5)
 # After a model has failed all its retries, skip it for this long (the fallback is used).
 BABEL_LLM_BREAKER_SECONDS = _int("BABEL_LLM_BREAKER_SECONDS", 60, minimum=0)
+# Gemini explicit context caching of each agent's frozen prefix (system instruction):
+# off by default; prefixes under the token floor (the provider's minimum) go uncached.
+BABEL_GEMINI_CONTEXT_CACHE = _bool("BABEL_GEMINI_CONTEXT_CACHE", False)
+BABEL_GEMINI_CACHE_MIN_TOKENS = _int("BABEL_GEMINI_CACHE_MIN_TOKENS", 2048, minimum=0)
+BABEL_GEMINI_CACHE_TTL = _int("BABEL_GEMINI_CACHE_TTL", 3600, minimum=60)
 # World Bible hydration reads at most this many turns per batch (one task step).
 BABEL_HYDRATE_BATCH_TURNS = _int("BABEL_HYDRATE_BATCH_TURNS", 2000, minimum=1)
 

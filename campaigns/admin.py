@@ -15,6 +15,7 @@ from campaigns.models import (
     Experiment,
     LoreEntry,
     LoreRevision,
+    ModelCall,
     Participant,
     Summary,
     Turn,
@@ -28,7 +29,18 @@ from campaigns.services.validation import clean_visibility
 class ParticipantInline(admin.TabularInline):
     model = Participant
     extra = 0
-    fields = ("role", "kind", "model", "order", "user", "reveal_round", "bio", "secret")
+    fields = (
+        "role",
+        "kind",
+        "model",
+        "temperature",
+        "max_output_tokens",
+        "order",
+        "user",
+        "reveal_round",
+        "bio",
+        "secret",
+    )
 
 
 @admin.register(Experiment)
@@ -41,7 +53,15 @@ class ExperimentAdmin(admin.ModelAdmin):
 
 @admin.register(Participant)
 class ParticipantAdmin(admin.ModelAdmin):
-    list_display = ("role", "experiment", "kind", "model", "user")
+    list_display = (
+        "role",
+        "experiment",
+        "kind",
+        "model",
+        "temperature",
+        "max_output_tokens",
+        "user",
+    )
     list_filter = ("kind", "experiment")
     search_fields = ("role", "bio")
 
@@ -212,6 +232,31 @@ class TurnRevisionAdmin(admin.ModelAdmin):
     list_display = ("experiment", "seq", "action", "speaker", "user", "created_at")
     list_filter = ("action",)
     readonly_fields = [f.name for f in TurnRevision._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ModelCall)
+class ModelCallAdmin(admin.ModelAdmin):
+    """Read-only: the relay writes these; counts and stability, never prompt text."""
+
+    list_display = (
+        "experiment",
+        "round",
+        "role",
+        "step",
+        "model",
+        "tokens_in",
+        "tokens_cached",
+        "tokens_out",
+        "prefix_stable_share",
+    )
+    list_filter = ("experiment", "step", "model")
+    exclude = ("prefix_blocks",)
 
     def has_add_permission(self, request):
         return False

@@ -18,6 +18,9 @@ from typing import Any
 from context_engine.types import Pack
 
 SYSTEM_SECTIONS = ("identity", "rules", "frozen", "state", "digest")
+# The leading system sections that stay byte-identical between an agent's calls: what an
+# explicit provider cache holds. State (it names the round) and digest change each round.
+FROZEN_SECTIONS = ("identity", "rules", "frozen")
 CONTEXT_SECTIONS = ("recent", "retrieval")
 INPUT_SECTION = "input"
 EMPTY_TURN = "Continue."  # only if every user-facing section came out empty
@@ -43,6 +46,12 @@ def to_openai_messages(pack: Pack) -> list[dict[str, str]]:
     if len(messages) == (1 if system else 0):
         messages.append({"role": "user", "content": EMPTY_TURN})
     return messages
+
+
+def frozen_prefix(pack: Pack) -> str:
+    """The start of the system message that is stable across rounds (identity, rules,
+    frozen): `to_openai_messages(pack)[0]["content"]` begins with exactly this text."""
+    return _texts(pack, FROZEN_SECTIONS)
 
 
 def to_genai(pack: Pack) -> tuple[str, list[dict[str, Any]]]:

@@ -3,7 +3,16 @@
 from django.urls import path
 
 from campaigns.console import arena
-from campaigns.console.views import campaign, context, dashboard, lore, memory, notes, whispers
+from campaigns.console.views import (
+    campaign,
+    context,
+    dashboard,
+    lore,
+    memory,
+    notes,
+    usage,
+    whispers,
+)
 
 app_name = "console"
 
@@ -26,6 +35,7 @@ urlpatterns = [
     path("campaigns/<str:pk>/lore/<str:lid>/history/", lore.entry_history, name="lore_history"),
     path("campaigns/<str:pk>/context/<str:role>/", context.inspector, name="context"),
     path("campaigns/<str:pk>/memory/", memory.memory, name="memory"),
+    path("campaigns/<str:pk>/usage/", usage.usage, name="usage"),
     path("campaigns/<str:pk>/memory/<str:sid>/restore/", memory.restore, name="memory_restore"),
     path("campaigns/<int:experiment_id>/arena/", arena.arena_page, name="arena"),
     path("campaigns/<int:experiment_id>/arena/plot.png", arena.arena_plot_png, name="arena-plot"),

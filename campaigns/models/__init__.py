@@ -24,6 +24,7 @@ from campaigns.models.memory import (
     Summary,
     VocabularyStat,
 )
+from campaigns.models.usage import ModelCall
 
 __all__ = [
     "ArenaRun",
@@ -34,6 +35,7 @@ __all__ = [
     "Job",
     "LoreEntry",
     "LoreRevision",
+    "ModelCall",
     "Participant",
     "RetrievalPin",
     "Summary",

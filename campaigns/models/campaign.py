@@ -5,9 +5,11 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from context_engine.llm.usage import MAX_OUTPUT_TOKENS_LIMIT, TEMPERATURE_MAX
 from context_engine.types import PARTICIPANT_KINDS, TURN_KINDS
 from context_engine.visibility import parse_stored_visibility
 
@@ -92,6 +94,18 @@ class Participant(models.Model):
         on_delete=models.SET_NULL,
         related_name="participations",
     )
+    temperature = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.0), MaxValueValidator(TEMPERATURE_MAX)],
+        help_text="Sampling temperature, 0–2. Blank = the provider's default.",
+    )
+    max_output_tokens = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_OUTPUT_TOKENS_LIMIT)],
+        help_text=f"Longest answer, 1–{MAX_OUTPUT_TOKENS_LIMIT} tokens. Blank = the default.",
+    )
 
     class Meta:
         ordering = ["experiment_id", "order", "id"]
@@ -101,6 +115,16 @@ class Participant(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(kind__in=list(PARTICIPANT_KINDS)), name="participant_kind_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(temperature__isnull=True)
+                | Q(temperature__gte=0, temperature__lte=TEMPERATURE_MAX),
+                name="participant_temperature_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(max_output_tokens__isnull=True)
+                | Q(max_output_tokens__gte=1, max_output_tokens__lte=MAX_OUTPUT_TOKENS_LIMIT),
+                name="participant_max_output_tokens_range",
             ),
         ]
 

@@ -7,6 +7,7 @@ from django.db import transaction
 
 from campaigns.models import Experiment, Participant, WorldState
 from campaigns.services.validation import clean_config, clean_role_name, clean_round
+from context_engine.llm.usage import MAX_OUTPUT_TOKENS_LIMIT, TEMPERATURE_MAX
 
 PARTICIPANT_KINDS = [choice for choice, _ in Participant.Kind.choices]
 
@@ -65,6 +66,68 @@ def experiment_delete(*, experiment: Experiment) -> None:
     experiment.delete()
 
 
+def _clean_model_id(model: object) -> None:
+    if not isinstance(model, str) or not model or len(model) > 100:
+        raise ValidationError({"model": ["Model must be a model id such as 'gemini-2.5-flash'."]})
+
+
+def clean_model_settings(*, temperature: object = None, max_output_tokens: object = None) -> None:
+    """A participant's sampling settings: temperature 0–2, max output tokens 1–65536 (the
+    largest answer Gemini 2.5 Flash gives); ``None`` keeps the provider's default."""
+    errors: dict[str, list[str]] = {}
+    if temperature is not None and (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, int | float)
+        or not 0 <= temperature <= TEMPERATURE_MAX
+    ):
+        errors["temperature"] = [f"Temperature must be a number from 0 to {TEMPERATURE_MAX:g}."]
+    if max_output_tokens is not None and (
+        isinstance(max_output_tokens, bool)
+        or not isinstance(max_output_tokens, int)
+        or not 1 <= max_output_tokens <= MAX_OUTPUT_TOKENS_LIMIT
+    ):
+        errors["max_output_tokens"] = [
+            f"Max output tokens must be a whole number from 1 to {MAX_OUTPUT_TOKENS_LIMIT}."
+        ]
+    if errors:
+        raise ValidationError(errors)
+
+
+_UNSET = object()
+
+
+@transaction.atomic
+def participant_update_model(
+    *,
+    participant: Participant,
+    model: object = _UNSET,
+    temperature: object = _UNSET,
+    max_output_tokens: object = _UNSET,
+) -> Participant:
+    """Change a participant's model id and sampling settings (the next step uses them)."""
+    changes = {
+        name: value
+        for name, value in (
+            ("model", model),
+            ("temperature", temperature),
+            ("max_output_tokens", max_output_tokens),
+        )
+        if value is not _UNSET
+    }
+    if "model" in changes:
+        _clean_model_id(changes["model"])
+    clean_model_settings(
+        temperature=changes.get("temperature"), max_output_tokens=changes.get("max_output_tokens")
+    )
+    if "temperature" in changes and changes["temperature"] is not None:
+        changes["temperature"] = float(changes["temperature"])
+    for name, value in changes.items():
+        setattr(participant, name, value)
+    if changes:
+        participant.save(update_fields=list(changes))
+    return participant
+
+
 @transaction.atomic
 def participant_create(
     *,
@@ -78,14 +141,16 @@ def participant_create(
     reveal_round: int | None = None,
     order: int | None = None,
     user=None,
+    temperature: float | None = None,
+    max_output_tokens: int | None = None,
 ) -> Participant:
     role = clean_role_name(role)
+    clean_model_settings(temperature=temperature, max_output_tokens=max_output_tokens)
     if kind not in PARTICIPANT_KINDS:
         raise ValidationError({"kind": [f"Kind must be one of {', '.join(PARTICIPANT_KINDS)}."]})
     if reveal_round is not None:
         clean_round(reveal_round, field="reveal_round")
-    if not isinstance(model, str) or not model or len(model) > 100:
-        raise ValidationError({"model": ["Model must be a model id such as 'gemini-2.5-flash'."]})
+    _clean_model_id(model)
     # Lock the experiment so two concurrent creates of one role fail cleanly, not with 500.
     Experiment.objects.select_for_update().filter(pk=experiment.pk).first()
     if experiment.participants.filter(role=role).exists():
@@ -103,4 +168,6 @@ def participant_create(
         reveal_round=reveal_round,
         order=order,
         user=user,
+        temperature=temperature,
+        max_output_tokens=max_output_tokens,
     )

@@ -42,13 +42,20 @@ from django.utils import timezone
 
 from campaigns.adapters import llm_settings
 from campaigns.models import Experiment, Job, Participant, Turn
+from campaigns.selectors_usage import usage_summary
 from campaigns.services.context import pack_for_role
 from campaigns.services.turns import turn_create
+from campaigns.services.usage import (
+    model_call_complete,
+    model_call_note,
+    participant_options,
+    step_key,
+)
 from campaigns.services.validation import max_content_chars
 from context_engine.agent_output import ParsedTurn, parse_agent_output
-from context_engine.llm import LLMError, call_with_retries, client_for, is_offline
+from context_engine.llm import LLMError, call_with_retries, client_for, is_offline, offline_usage
 from context_engine.relay import ACT, ANSWER, NARRATE, OfflineAgent, Step, step_instruction
-from context_engine.render import to_openai_messages
+from context_engine.render import frozen_prefix, to_openai_messages
 from context_engine.visibility import parse_stored_visibility
 
 log = logging.getLogger(__name__)
@@ -261,6 +268,7 @@ class _Round:
         return tuple(p.role for p in self.players if p.role in sent)
 
     def _finish(self) -> None:
+        self.result["usage"] = usage_summary(experiment=self.experiment, round=self.round)
         steps = self.result["steps"]
         done = [s for s in steps if s["status"] == "ok"]
         failed = [s for s in steps if s["status"] == "failed"]
@@ -316,19 +324,41 @@ class _Round:
             client = client_for(participant.model, llm_settings())
         except ValueError as exc:
             raise _StepFailed(_describe(exc)) from exc
+        messages = to_openai_messages(pack)
         if is_offline(client):
             text = OfflineAgent().respond(pack, step)
+            used = offline_usage(messages, text)
         else:
-            messages = to_openai_messages(pack)
+            retry = partial(
+                call_with_retries,
+                attempts=RETRY_ATTEMPTS,
+                base_delay=_retry_base_delay(),
+                sleep=_sleep,
+            )
             try:
-                text = call_with_retries(
-                    lambda: client.complete(messages),
-                    attempts=RETRY_ATTEMPTS,
-                    base_delay=_retry_base_delay(),
-                    sleep=_sleep,
+                completion = model_call_complete(
+                    experiment=self.experiment,
+                    role=participant.role,
+                    client=client,
+                    messages=messages,
+                    options=participant_options(participant),
+                    frozen_prefix=frozen_prefix(pack),
+                    retry=retry,
                 )
             except LLMError as exc:
                 raise _StepFailed(f"{type(exc).__name__}: {_describe(exc)}") from exc
+            text, used = completion.text, completion.usage
+        model_call_note(
+            experiment=self.experiment,
+            job=self.job,
+            key=step_key(round=self.round, step=step.kind, role=participant.role),
+            round=self.round,
+            role=participant.role,
+            step=step.kind,
+            model=participant.model,
+            messages=messages,
+            usage=used,
+        )
         parsed = parse_agent_output(
             text,
             speaker=participant.role,

@@ -24,11 +24,26 @@ from context_engine.llm.factory import (
     default_summarizer_model,
     is_known_model_id,
 )
-from context_engine.llm.offline import OfflineClient
+from context_engine.llm.offline import OfflineClient, offline_usage
+from context_engine.llm.usage import (
+    MAX_OUTPUT_TOKENS_LIMIT,
+    TEMPERATURE_MAX,
+    Completion,
+    GenerationOptions,
+    Usage,
+    prefix_fingerprints,
+    prefix_hash,
+    prompt_bytes,
+    stable_share,
+)
 
 __all__ = [
     "GEMINI_DEFAULT_MODEL",
+    "MAX_OUTPUT_TOKENS_LIMIT",
     "OFFLINE_MODEL",
+    "TEMPERATURE_MAX",
+    "Completion",
+    "GenerationOptions",
     "InvalidOutputError",
     "LLMClient",
     "LLMError",
@@ -37,12 +52,18 @@ __all__ = [
     "OfflineClient",
     "PermanentLLMError",
     "TransientLLMError",
+    "Usage",
     "call_with_retries",
     "client_for",
     "default_summarizer_model",
     "is_known_model_id",
     "is_offline",
+    "offline_usage",
     "parse_json_object",
+    "prefix_fingerprints",
+    "prefix_hash",
+    "prompt_bytes",
+    "stable_share",
     "validate_json",
 ]
 

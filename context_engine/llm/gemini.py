@@ -10,6 +10,8 @@ respect the JSON shape; we still validate, because a proxy or a stand-in may not
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from google import genai
 from google.genai import errors as genai_errors
@@ -24,6 +26,7 @@ from context_engine.llm.base import (
     split_system,
     validate_json,
 )
+from context_engine.llm.usage import Completion, GenerationOptions, Usage
 
 _TRANSIENT_STATUS = {408, 429, 500, 502, 503, 504}
 
@@ -43,6 +46,25 @@ def _transport_errors(name: str) -> tuple[type[BaseException], ...]:
 _TIMEOUT_ERRORS = _transport_errors("TimeoutException")
 _TRANSPORT_ERRORS = _transport_errors("TransportError")
 _BLOCKED_FINISH = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION"}
+
+
+@contextmanager
+def _translated_errors(seconds: float) -> Iterator[None]:
+    """SDK and transport failures → our three error kinds, at the boundary."""
+    try:
+        yield
+    except genai_errors.APIError as exc:
+        if exc.code in _TRANSIENT_STATUS or (exc.code or 0) >= 500:
+            raise TransientLLMError(f"Gemini HTTP {exc.code}: {exc.message}") from exc
+        raise PermanentLLMError(f"Gemini HTTP {exc.code}: {exc.message}") from exc
+    except genai_errors.UnknownApiResponseError as exc:
+        raise InvalidOutputError(f"Gemini sent a response that is not JSON: {exc}") from exc
+    except _TIMEOUT_ERRORS as exc:
+        raise TransientLLMError(f"Gemini timed out after {seconds}s") from exc
+    except _TRANSPORT_ERRORS as exc:
+        raise TransientLLMError(f"Gemini connection failed: {exc}") from exc
+    except (ValueError, TypeError) as exc:  # the SDK could not read the response
+        raise InvalidOutputError(f"Gemini response could not be read: {exc}") from exc
 
 
 def _to_contents(messages: list[Message]) -> tuple[str, list[types.Content]]:
@@ -86,33 +108,77 @@ class GeminiClient:
         )
 
     def _generate(self, messages: list[Message], timeout: float | None, **config: object) -> str:
+        return self._text_of(self._call(messages, timeout, **config))
+
+    def _call(
+        self,
+        messages: list[Message],
+        timeout: float | None,
+        *,
+        cached_content: str | None = None,
+        **config: object,
+    ) -> types.GenerateContentResponse:
         system, contents = _to_contents(messages)
+        if cached_content:  # the cache holds the system instruction; the API refuses both
+            system = ""
         seconds = self.timeout_seconds if timeout is None else timeout
         generate_config = types.GenerateContentConfig(
             system_instruction=system or None,
+            cached_content=cached_content or None,
             http_options=types.HttpOptions(
                 timeout=max(1, int(seconds * 1000)),
                 retry_options=types.HttpRetryOptions(attempts=1),
             ),
             **config,
         )
-        try:
-            response = self._client.models.generate_content(
+        with _translated_errors(seconds):
+            return self._client.models.generate_content(
                 model=self.model, contents=contents, config=generate_config
             )
-        except genai_errors.APIError as exc:
-            if exc.code in _TRANSIENT_STATUS or (exc.code or 0) >= 500:
-                raise TransientLLMError(f"Gemini HTTP {exc.code}: {exc.message}") from exc
-            raise PermanentLLMError(f"Gemini HTTP {exc.code}: {exc.message}") from exc
-        except genai_errors.UnknownApiResponseError as exc:
-            raise InvalidOutputError(f"Gemini sent a response that is not JSON: {exc}") from exc
-        except _TIMEOUT_ERRORS as exc:
-            raise TransientLLMError(f"Gemini timed out after {seconds}s") from exc
-        except _TRANSPORT_ERRORS as exc:
-            raise TransientLLMError(f"Gemini connection failed: {exc}") from exc
-        except (ValueError, TypeError) as exc:  # the SDK could not read the response
-            raise InvalidOutputError(f"Gemini response could not be read: {exc}") from exc
-        return self._text_of(response)
+
+    def create_cache(self, *, system: str, ttl_seconds: int, timeout: float | None = None) -> str:
+        """Cache ``system`` (the frozen prefix) for ``ttl_seconds``; return the cache's name."""
+        seconds = self.timeout_seconds if timeout is None else timeout
+        with _translated_errors(seconds):
+            cached = self._client.caches.create(
+                model=self.model,
+                config=types.CreateCachedContentConfig(
+                    system_instruction=system,
+                    ttl=f"{int(ttl_seconds)}s",
+                    http_options=types.HttpOptions(
+                        timeout=max(1, int(seconds * 1000)),
+                        retry_options=types.HttpRetryOptions(attempts=1),
+                    ),
+                ),
+            )
+        if not cached.name:
+            raise InvalidOutputError("Gemini created a cached content without a name.")
+        return cached.name
+
+    def complete_with_usage(
+        self,
+        messages: list[Message],
+        *,
+        options: GenerationOptions | None = None,
+        cached_content: str | None = None,
+        timeout: float | None = None,
+    ) -> Completion:
+        """``complete`` plus the usage metadata, sampling settings and an optional cache."""
+        config: dict[str, object] = {}
+        if options is not None and options.temperature is not None:
+            config["temperature"] = options.temperature
+        if options is not None and options.max_output_tokens is not None:
+            config["max_output_tokens"] = options.max_output_tokens
+        response = self._call(messages, timeout, cached_content=cached_content, **config)
+        text = self._text_of(response)
+        meta = response.usage_metadata
+        usage = Usage(
+            tokens_in=int(getattr(meta, "prompt_token_count", 0) or 0),
+            tokens_cached=int(getattr(meta, "cached_content_token_count", 0) or 0),
+            tokens_out=int(getattr(meta, "candidates_token_count", 0) or 0),
+            cache_name=cached_content or "",
+        )
+        return Completion(text=text, usage=usage)
 
     @staticmethod
     def _text_of(response: types.GenerateContentResponse) -> str:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 
 from context_engine.llm.base import Message, validate_json
+from context_engine.llm.usage import Completion, GenerationOptions, Usage
+from context_engine.tokens import count
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -51,3 +53,20 @@ class OfflineClient:
     ) -> dict:
         data = _fill(schema, _extract(messages, self.max_words))
         return validate_json(data, schema)
+
+    def complete_with_usage(
+        self,
+        messages: list[Message],
+        *,
+        options: GenerationOptions | None = None,
+        timeout: float | None = None,
+    ) -> Completion:
+        """``complete`` with usage counted by the project's token counter (nothing cached)."""
+        text = self.complete(messages, timeout=timeout)
+        return Completion(text=text, usage=offline_usage(messages, text))
+
+
+def offline_usage(messages: list[Message], answer: str) -> Usage:
+    """What an offline call would have cost a model: tokens in and out, none cached."""
+    tokens_in = sum(count(m.get("content", "")) for m in messages)
+    return Usage(tokens_in=tokens_in, tokens_cached=0, tokens_out=count(answer))

@@ -21,6 +21,7 @@ from context_engine.llm.base import (
     schema_instruction,
     validate_json,
 )
+from context_engine.llm.usage import Completion, GenerationOptions, Usage
 
 _TRANSIENT_STATUS = {408, 409, 429}
 _REFUSED = (400, 404, 415, 422)  # how servers say "I do not know json_schema"
@@ -56,6 +57,11 @@ class OpenAICompatibleClient:
         )
 
     def _chat(self, messages: list[Message], timeout: float | None, **extra: object) -> str:
+        return self._answer(messages, timeout, **extra)[0]
+
+    def _answer(
+        self, messages: list[Message], timeout: float | None, **extra: object
+    ) -> tuple[str, object]:
         seconds = self.timeout_seconds if timeout is None else timeout
         try:
             response = self._client.chat.completions.create(
@@ -93,7 +99,36 @@ class OpenAICompatibleClient:
         text = choice.message.content if choice.message else None
         if not text or not text.strip():
             raise InvalidOutputError(f"{self.model} returned an empty answer.")
-        return text
+        return text, response
+
+    def complete_with_usage(
+        self,
+        messages: list[Message],
+        *,
+        options: GenerationOptions | None = None,
+        timeout: float | None = None,
+    ) -> Completion:
+        """``complete`` plus the usage block and the participant's sampling settings.
+
+        ``max_tokens`` rather than ``max_completion_tokens``: every OpenAI-compatible local
+        server (LM Studio, Ollama, llama.cpp, vLLM) reads it.
+        """
+        extra: dict[str, object] = {}
+        if options is not None and options.temperature is not None:
+            extra["temperature"] = options.temperature
+        if options is not None and options.max_output_tokens is not None:
+            extra["max_tokens"] = options.max_output_tokens
+        text, response = self._answer(list(messages), timeout, **extra)
+        usage = getattr(response, "usage", None)
+        details = getattr(usage, "prompt_tokens_details", None)
+        return Completion(
+            text=text,
+            usage=Usage(
+                tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
+                tokens_cached=int(getattr(details, "cached_tokens", 0) or 0),
+                tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+            ),
+        )
 
     def complete(self, messages: list[Message], *, timeout: float | None = None) -> str:
         return self._chat(list(messages), timeout)

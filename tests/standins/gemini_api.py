@@ -4,16 +4,27 @@
 ``v1beta`` when asked), key in ``x-goog-api-key``, body ``{"contents": [...],
 "systemInstruction": {...}, "generationConfig": {"responseMimeType", "responseSchema"}}``.
 Errors use Google's ``{"error": {"code", "message", "status"}}`` shape.
+
+Explicit context caching: ``POST /{version}/cachedContents`` creates a cached content
+(``{"model", "systemInstruction", "contents"?, "ttl"}``) named ``cachedContents/…``,
+``GET`` / ``DELETE /{version}/cachedContents/{id}`` read and remove it. A generateContent
+naming ``cachedContent`` is answered as if the cached system instruction came first, and
+its ``usageMetadata.cachedContentTokenCount`` counts the cached tokens; like the real API
+it refuses a request that names a cache *and* sends its own ``systemInstruction``.
+Set ``cache_create_status`` to make creation fail with that HTTP status.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
+import threading
 from typing import Any
 
-from tests.standins.server import StandinServer
+from tests.standins.server import RecordedRequest, StandinServer, standin_tokens
 
 _PATH = re.compile(r"^/(?P<version>v1(?:alpha|beta)?\d*)/models/(?P<model>[^/:]+):generateContent$")
+_CACHES = re.compile(r"^/(?P<version>v1(?:alpha|beta)?\d*)/cachedContents(?:/(?P<id>[^/]+))?$")
 _STATUS = {
     400: "INVALID_ARGUMENT",
     403: "PERMISSION_DENIED",
@@ -35,6 +46,88 @@ def _parts_text(content: Any) -> str:
 class GeminiStandin(StandinServer):
     api_name = "gemini"
 
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.caches: dict[str, dict] = {}
+        self.cache_create_status: int | None = None
+        self._cache_ids = itertools.count(1)
+        self._cache_lock = threading.Lock()
+
+    def reset(self) -> None:
+        super().reset()
+        with self._cache_lock:
+            self.caches.clear()
+            self.cache_create_status = None
+
+    # -- cachedContents ------------------------------------------------------------------
+    def side_request(self, method: str, path: str, data: Any) -> tuple[int, Any] | None:
+        match = _CACHES.match(path)
+        if match is None:
+            return None
+        cache_id = match.group("id")
+        with self._cache_lock:
+            if method == "POST" and cache_id is None:
+                return self._cache_create(data)
+            name = f"cachedContents/{cache_id}"
+            if cache_id is None or name not in self.caches:
+                return 404, self.error_body(404, f"CachedContent not found: {name}")
+            if method == "GET":
+                return 200, self.caches[name]
+            if method == "DELETE":
+                del self.caches[name]
+                return 200, {}
+        return 404, self.error_body(404, f"No route for {method} {path}")
+
+    def _cache_create(self, data: Any) -> tuple[int, Any]:
+        if self.cache_create_status is not None:
+            return self.cache_create_status, self.error_body(
+                self.cache_create_status, "Cache creation failed (stand-in)."
+            )
+        if not isinstance(data, dict) or not str(data.get("model", "")).startswith("models/"):
+            return 400, self.error_body(400, "* CachedContent.model: model is not specified")
+        name = f"cachedContents/standin-{next(self._cache_ids)}"
+        text = self._cached_text(data)
+        self.caches[name] = {
+            "name": name,
+            "model": data["model"],
+            "systemInstruction": data.get("systemInstruction"),
+            "contents": data.get("contents") or [],
+            "ttl": data.get("ttl", "3600s"),
+            "createTime": "2026-01-01T00:00:00Z",
+            "updateTime": "2026-01-01T00:00:00Z",
+            "expireTime": "2026-01-01T01:00:00Z",
+            "usageMetadata": {"totalTokenCount": standin_tokens(text)},
+        }
+        return 200, self.caches[name]
+
+    @staticmethod
+    def _cached_text(cache: dict) -> str:
+        pieces = [_parts_text(cache.get("systemInstruction"))]
+        pieces += [_parts_text(content) for content in cache.get("contents") or []]
+        return "\n".join(piece for piece in pieces if piece)
+
+    def _cache_of(self, data: dict) -> dict | None:
+        name = data.get("cachedContent")
+        if not name:
+            return None
+        with self._cache_lock:
+            return self.caches.get(str(name))
+
+    def add_usage(self, body: dict, record: RecordedRequest, text: str) -> None:
+        data = record.json if isinstance(record.json, dict) else {}
+        cache = self._cache_of(data)
+        cached = standin_tokens(self._cached_text(cache)) if cache else 0
+        prompt = standin_tokens(record.prompt)
+        out = standin_tokens(text)
+        usage = {
+            "promptTokenCount": prompt,
+            "candidatesTokenCount": out,
+            "totalTokenCount": prompt + out,
+        }
+        if cached:
+            usage["cachedContentTokenCount"] = cached
+        body["usageMetadata"] = usage
+
     def route(self, path: str) -> str | None:
         match = _PATH.match(path)
         return match.group("model") if match else None
@@ -47,10 +140,20 @@ class GeminiStandin(StandinServer):
         for content in data["contents"]:
             if not isinstance(content, dict) or content.get("role") not in ("user", "model"):
                 return 400, "Please use a valid role: user, model."
+        if data.get("cachedContent"):
+            if self._cache_of(data) is None:
+                return 404, f"CachedContent not found: {data['cachedContent']}"
+            if data.get("systemInstruction"):
+                return 400, (
+                    "CachedContent can not be used with GenerateContent request setting "
+                    "system_instruction, tools or tool_config."
+                )
         return None
 
     def prompt_of(self, data: dict) -> str:
-        pieces = [_parts_text(data.get("systemInstruction"))]
+        cache = self._cache_of(data)
+        pieces = [self._cached_text(cache)] if cache else []
+        pieces += [_parts_text(data.get("systemInstruction"))]
         pieces += [_parts_text(content) for content in data.get("contents") or []]
         return "\n".join(piece for piece in pieces if piece)
 

@@ -3,13 +3,17 @@
 ``POST /v1/chat/completions`` with ``{"model", "messages", "response_format"?}``; the
 client's ``base_url`` is ``http://127.0.0.1:PORT/v1``. Errors use OpenAI's
 ``{"error": {"message", "type", "param", "code"}}`` shape.
+
+Automatic prefix caching as OpenAI does it: ``usage.prompt_tokens_details.cached_tokens``
+counts the tokens of the longest prefix this request shares with an earlier request to
+the same model (0 below ``cache_min_tokens``; the real service starts at 1024).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tests.standins.server import StandinServer
+from tests.standins.server import RecordedRequest, StandinServer, standin_tokens
 
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error"}
 
@@ -22,12 +26,54 @@ def _content_text(content: Any) -> str:
     return ""
 
 
+def _common_prefix(a: str, b: str) -> str:
+    size = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        size += 1
+    return a[:size]
+
+
+def _wire_prompt(data: Any) -> str:
+    """The messages as the server would tokenise them, roles included, in order."""
+    if not isinstance(data, dict):
+        return ""
+    return "".join(
+        f"{m.get('role')}\x00{_content_text(m.get('content'))}\x00"
+        for m in data.get("messages") or []
+        if isinstance(m, dict)
+    )
+
+
 class OpenAIStandin(StandinServer):
     api_name = "openai"
+    cache_min_tokens = 0
 
     @property
     def base_url(self) -> str:
         return f"{self.url}/v1"
+
+    def add_usage(self, body: dict, record: RecordedRequest, text: str) -> None:
+        current = _wire_prompt(record.json)
+        shared = ""
+        for earlier in self.requests:
+            if earlier is record:
+                break  # only requests that came before this one
+            if earlier.model == record.model and earlier.json is not None:
+                common = _common_prefix(current, _wire_prompt(earlier.json))
+                shared = max(shared, common, key=len)
+        cached = len(shared.encode()) // 4  # whole tokens only
+        if cached < self.cache_min_tokens:
+            cached = 0
+        prompt = standin_tokens(current)
+        out = standin_tokens(text)
+        body["usage"] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": out,
+            "total_tokens": prompt + out,
+            "prompt_tokens_details": {"cached_tokens": min(cached, prompt)},
+        }
 
     def route(self, path: str) -> str | None:
         return "chat" if path in ("/v1/chat/completions", "/chat/completions") else None

@@ -27,6 +27,13 @@ from typing import Any, ClassVar
 
 from tests.standins.answers import json_answer, text_answer
 
+
+def standin_tokens(text: str) -> int:
+    """The stand-ins' token count: one per four UTF-8 bytes, rounded up (deterministic)."""
+    size = len(text.encode())
+    return (size + 3) // 4
+
+
 BEHAVIOURS = (
     "ok",  # a canned good answer for the request kind
     "429",  # rate limited
@@ -74,10 +81,13 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
 
     def do_POST(self) -> None:
-        self.server.standin._handle(self)
+        self.server.standin._handle(self, "POST")
 
     def do_GET(self) -> None:
-        self.server.standin._send(self, 404, {"error": {"message": "not found"}})
+        self.server.standin._handle(self, "GET")
+
+    def do_DELETE(self) -> None:
+        self.server.standin._handle(self, "DELETE")
 
     def log_message(self, format: str, *args: object) -> None:
         pass  # keep test output clean; requests are recorded instead
@@ -206,6 +216,13 @@ class StandinServer:
     def prompt_of(self, data: dict) -> str:
         raise NotImplementedError
 
+    def side_request(self, method: str, path: str, data: Any) -> tuple[int, Any] | None:
+        """Answer a request that is not a model call (Gemini's cache endpoints), or None."""
+        return None
+
+    def add_usage(self, body: dict, record: RecordedRequest, text: str) -> None:
+        """Put the provider's usage block (tokens in, cached, out) into a good answer."""
+
     def json_request(self, data: dict) -> tuple[bool, dict | None]:
         """(wants JSON, schema if sent)."""
         raise NotImplementedError
@@ -234,7 +251,12 @@ class StandinServer:
             pass  # the client gave up (timeout) before we answered
         handler.close_connection = True
 
-    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+    def _success(self, text: str, record: RecordedRequest) -> dict:
+        body = self.success_body(text, record.model)
+        self.add_usage(body, record, text)
+        return body
+
+    def _handle(self, handler: BaseHTTPRequestHandler, method: str = "POST") -> None:
         length = int(handler.headers.get("Content-Length") or 0)
         raw = handler.rfile.read(length) if length else b""
         headers = {k.lower(): v for k, v in handler.headers.items()}
@@ -243,10 +265,21 @@ class StandinServer:
         except ValueError:
             data = None
         path = handler.path.split("?", 1)[0]
+        side = self.side_request(method, path, data)
+        if side is not None:
+            with self._lock:
+                self._requests.append(
+                    RecordedRequest(method, handler.path, headers, raw, data, behaviour="side")
+                )
+            self._send(handler, *side)
+            return
+        if method != "POST":
+            self._send(handler, 404, self.error_body(404, f"No route for {method} {path}"))
+            return
         model = self.route(path)
         behaviour = self._next_behaviour() if model is not None else "404"
         record = RecordedRequest(
-            method="POST",
+            method=method,
             path=handler.path,
             headers=headers,
             body=raw,
@@ -284,7 +317,7 @@ class StandinServer:
                 message = behaviour.text or f"scripted HTTP {behaviour.status}"
                 self._send(handler, behaviour.status, self.error_body(behaviour.status, message))
             else:
-                self._send(handler, 200, self.success_body(behaviour.text or "", model))
+                self._send(handler, 200, self._success(behaviour.text or "", record))
             return
         if behaviour == "429":
             self._send(handler, 429, self.error_body(429, "Resource exhausted (stand-in)."))
@@ -301,7 +334,7 @@ class StandinServer:
         elif behaviour == "slow":
             if self._stopping.wait(self.slow_seconds):
                 return  # stopped while sleeping: drop the connection
-            self._send(handler, 200, self.success_body(self._answer_text(record, "ok"), model))
+            self._send(handler, 200, self._success(self._answer_text(record, "ok"), record))
         else:  # ok, malformed_json, missing_heading
             text = self._answer_text(record, behaviour)
-            self._send(handler, 200, self.success_body(text, model))
+            self._send(handler, 200, self._success(text, record))

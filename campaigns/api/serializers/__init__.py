@@ -7,6 +7,7 @@ from campaigns.api.serializers.experiments import (
     ExperimentUpdateSerializer,
     ParticipantCreateSerializer,
     ParticipantSerializer,
+    ParticipantUpdateSerializer,
 )
 from campaigns.api.serializers.lore import (
     LoreCreateSerializer,
@@ -42,6 +43,7 @@ __all__ = [
     "LoreUpdateSerializer",
     "ParticipantCreateSerializer",
     "ParticipantSerializer",
+    "ParticipantUpdateSerializer",
     "RetrievalResultSerializer",
     "StrictSerializer",
     "SummarySerializer",

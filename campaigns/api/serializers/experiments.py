@@ -10,6 +10,7 @@ from campaigns.api.serializers.base import (
     MAX_INT,
     StrictCharField,
     StrictChoiceField,
+    StrictFloatField,
     StrictIntegerField,
     StrictPrimaryKeyField,
     StrictSerializer,
@@ -18,6 +19,7 @@ from campaigns.api.serializers.base import (
 )
 from campaigns.models import Experiment, Participant
 from campaigns.services import validation
+from context_engine.llm.usage import MAX_OUTPUT_TOKENS_LIMIT, TEMPERATURE_MAX
 from context_engine.types import DEFAULT_BUDGETS, STRATEGIES
 
 _config_properties: dict[str, dict] = {
@@ -109,6 +111,8 @@ class ParticipantSerializer(serializers.ModelSerializer):
             "reveal_round",
             "order",
             "user",
+            "temperature",
+            "max_output_tokens",
         ]
         read_only_fields = fields
 
@@ -126,4 +130,32 @@ class ParticipantCreateSerializer(StrictSerializer):
     order = StrictIntegerField(min_value=0, max_value=MAX_INT, required=False)
     user = StrictPrimaryKeyField(
         queryset=get_user_model().objects.all(), required=False, allow_null=True, default=None
+    )
+    temperature = StrictFloatField(
+        min_value=0.0,
+        max_value=TEMPERATURE_MAX,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Sampling temperature, 0–2; null = the provider's default.",
+    )
+    max_output_tokens = StrictIntegerField(
+        min_value=1,
+        max_value=MAX_OUTPUT_TOKENS_LIMIT,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text=f"Longest answer in tokens, 1–{MAX_OUTPUT_TOKENS_LIMIT}; null = the default.",
+    )
+
+
+class ParticipantUpdateSerializer(StrictSerializer):
+    """The model settings of a participant (what a running campaign may change)."""
+
+    model = StrictCharField(max_length=100, required=False)
+    temperature = StrictFloatField(
+        min_value=0.0, max_value=TEMPERATURE_MAX, required=False, allow_null=True
+    )
+    max_output_tokens = StrictIntegerField(
+        min_value=1, max_value=MAX_OUTPUT_TOKENS_LIMIT, required=False, allow_null=True
     )

@@ -6,6 +6,7 @@ from campaigns.api.views.auth import ObtainTokenView
 from campaigns.api.views.experiments import (
     ExperimentDetailView,
     ExperimentListView,
+    ParticipantDetailView,
     ParticipantListView,
 )
 from campaigns.api.views.jobs import RoundView, TaskView
@@ -13,6 +14,7 @@ from campaigns.api.views.lore import LoreDetailView, LoreListView
 from campaigns.api.views.memory import CommandView, ContextView, SummaryListView
 from campaigns.api.views.transcripts import ExportView, ImportView
 from campaigns.api.views.turns import TurnListView
+from campaigns.api.views.usage import UsageView
 
 __all__ = [
     "ArenaView",
@@ -26,9 +28,11 @@ __all__ = [
     "LoreDetailView",
     "LoreListView",
     "ObtainTokenView",
+    "ParticipantDetailView",
     "ParticipantListView",
     "RoundView",
     "SummaryListView",
     "TaskView",
     "TurnListView",
+    "UsageView",
 ]

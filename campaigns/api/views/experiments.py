@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from campaigns import selectors
-from campaigns.api.access import get_experiment_for, reading_viewer
+from campaigns.api.access import get_experiment_for, parse_id, reading_viewer
 from campaigns.api.examples import PARTICIPANT_EXAMPLES
 from campaigns.api.serializers import (
     ExperimentCreateSerializer,
@@ -15,6 +17,7 @@ from campaigns.api.serializers import (
     ExperimentUpdateSerializer,
     ParticipantCreateSerializer,
     ParticipantSerializer,
+    ParticipantUpdateSerializer,
 )
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
 from campaigns.services.experiments import (
@@ -22,6 +25,7 @@ from campaigns.services.experiments import (
     experiment_delete,
     experiment_update,
     participant_create,
+    participant_update_model,
 )
 
 
@@ -109,3 +113,30 @@ class ParticipantListView(ApiView):
         participant.shown_secret = participant.secret
         participant.shown_identity = participant.identity
         return Response(ParticipantSerializer(participant).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(
+    parameters=[EXPERIMENT_ID, OpenApiParameter("pid", OpenApiTypes.INT, OpenApiParameter.PATH)]
+)
+class ParticipantDetailView(ApiView):
+    """`PATCH /api/experiments/{id}/participants/{pid}/`: the participant's model settings.
+
+    ``model``, ``temperature`` (0–2) and ``max_output_tokens`` (1–65536); null restores
+    the provider's default. Owner and staff only; the next round's steps use them.
+    """
+
+    serializer_class = ParticipantSerializer
+
+    @extend_schema(request=ParticipantUpdateSerializer, responses=ParticipantSerializer)
+    def patch(self, request, id, pid):
+        access = get_experiment_for(request.user, id, write=True)
+        participant = access.experiment.participants.filter(
+            pk=parse_id(pid, what="Participant")
+        ).first()
+        if participant is None:
+            raise NotFound("Participant not found.")
+        changes = validated(ParticipantUpdateSerializer, request.data)
+        participant = participant_update_model(participant=participant, **changes)
+        participant.shown_secret = participant.secret
+        participant.shown_identity = participant.identity
+        return Response(ParticipantSerializer(participant).data)

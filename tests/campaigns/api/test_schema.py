@@ -16,6 +16,8 @@ SPEC_OPERATIONS = {
     "/api/experiments/": {"get", "post"},
     "/api/experiments/{id}/": {"get", "patch", "delete"},
     "/api/experiments/{id}/participants/": {"get", "post"},
+    "/api/experiments/{id}/participants/{pid}/": {"patch"},
+    "/api/experiments/{id}/usage/": {"get"},
     "/api/experiments/{id}/turns/": {"get", "post"},
     "/api/experiments/{id}/lore/": {"get", "post"},
     "/api/experiments/{id}/lore/{lid}/": {"get", "patch"},

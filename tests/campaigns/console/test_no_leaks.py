@@ -24,6 +24,8 @@ def player_urls(exp, role):
         reverse("console:whispers", args=[pk]),
         reverse("console:notes", args=[pk]),
         reverse("console:memory", args=[pk]),
+        reverse("console:usage", args=[pk]),
+        reverse("console:usage", args=[pk]) + "?round=1",
         reverse("console:context", args=[pk, role]),
         reverse("console:context", args=[pk, role]) + "?input=ledger+trapdoor+doubt",
     ]
