@@ -16,8 +16,7 @@ from campaigns.console.forms import CommandForm, TurnForm, attach_errors
 from campaigns.console.views.base import INVALID, campaign_context, login_required, page
 from campaigns.models import Job, Turn
 from campaigns.services.memory import run_command
-from campaigns.services.relay import round_start
-from campaigns.services.turns import turn_create
+from campaigns.services.relay import human_turn_create, round_start
 
 PAGE_SIZE = 50
 TEMPLATE = "campaigns/console/campaign.html"
@@ -133,8 +132,9 @@ def turn_post(request, pk):
         }
         try:
             console_access.check_turn_post(access, data)
-            turn_create(
+            human_turn_create(
                 experiment=access.experiment,
+                user=request.user,
                 round=form.cleaned_data.get("round"),  # None: the open round
                 content=form.cleaned_data["content"],
                 hinge=bool(form.cleaned_data.get("hinge")),
