@@ -218,7 +218,7 @@ def round_start(*, experiment: Experiment, user=None) -> Job:
 # -- humans ------------------------------------------------------------------------------
 
 
-def _plays(user, participant: Participant, experiment: Experiment) -> bool:
+def plays_seat(user, participant: Participant, experiment: Experiment) -> bool:
     """Whether ``user`` is the human at ``participant``'s seat: its linked user, or (no
     user linked) the experiment's owner or staff, who play unlinked seats."""
     if user is None or not getattr(user, "pk", None):
@@ -226,6 +226,20 @@ def _plays(user, participant: Participant, experiment: Experiment) -> bool:
     if participant.user_id is not None:
         return participant.user_id == user.pk
     return bool(user.is_staff) or experiment.owner_id == user.pk
+
+
+def waiting_for(experiment: Experiment) -> dict | None:
+    """``{"role", "step", "round"}`` of the human the experiment's round waits for, or
+    None. Roles are public (the cast list), so anyone in the experiment may be told."""
+    job = (
+        Job.objects.filter(experiment=experiment, kind=Job.Kind.ROUND, status=Job.Status.WAITING)
+        .only("result")
+        .first()
+    )
+    waiting = (job.result or {}).get("waiting") if job is not None else None
+    if not waiting:
+        return None
+    return {key: waiting.get(key) for key in ("role", "step", "round")}
 
 
 def human_turn_create(*, experiment: Experiment, user, **fields) -> Turn:
@@ -256,7 +270,7 @@ def _human_acted(*, turn: Turn, user) -> Job | None:
     ).first()
     if participant is None or participant.model != HUMAN:
         return None
-    if not _plays(user, participant, turn.experiment):
+    if not plays_seat(user, participant, turn.experiment):
         return None
     if not _store_step_row(
         experiment_id=turn.experiment_id,
