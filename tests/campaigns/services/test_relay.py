@@ -403,6 +403,13 @@ def test_run_campaign_stops_when_a_round_cannot_start(demo_campaign, owner):
         call_command("run_campaign", str(demo_campaign.pk), stdout=StringIO())
 
 
+def test_run_campaign_stops_at_a_round_that_waits_for_a_human(campaign):
+    campaign.participants.exclude(role="Cassia").update(model="offline")  # Cassia: human
+    with pytest.raises(CommandError, match=r"Round 1 of 2 waits for a human \(Round 1: waiting"):
+        call_command("run_campaign", str(campaign.pk), "--rounds", "2", stdout=StringIO())
+    assert Job.objects.get(experiment=campaign).status == "waiting"
+
+
 def test_run_campaign_fails_when_no_agent_could_act(campaign, settings):
     campaign.participants.update(model="claude-9")
     with pytest.raises(CommandError, match="no agent could act"):
