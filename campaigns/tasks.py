@@ -80,12 +80,22 @@ def run_memory_job(job_id: str) -> str | None:
     time_limit=relay.ROUND_TIME_LIMIT,
 )
 def run_round(job_id: str) -> str | None:
-    """One relay round (SPEC §6). Idempotent by the Job's claim: pending → running happens
-    once, so a redelivered message finds the Job claimed and runs nothing again."""
+    """One relay round (SPEC §6), or its continuation after a human acted. Idempotent by
+    the Job's claim (pending → running happens once; a redelivered message finds the Job
+    claimed) and by each step's key (a step already stored is never stored again)."""
     if not Job.objects.filter(pk=job_id, kind=Job.Kind.ROUND).exists():
         return None
     job = relay.round_run(job_id=job_id)
     return None if job is None else job.status
+
+
+@shared_task(acks_late=True, soft_time_limit=240, time_limit=300)
+def human_timeout(job_id: str, round_: int, step: str, role: str) -> str | None:
+    """Sent with ``countdown=config.human_timeout_s`` when a round starts waiting for a
+    human. Idempotent: does nothing if they already acted (or the round moved on)."""
+    if not Job.objects.filter(pk=job_id, kind=Job.Kind.ROUND).exists():
+        return None
+    return relay.human_timeout(job_id=job_id, round_=round_, step=step, role=role)
 
 
 @shared_task(acks_late=True, soft_time_limit=1500, time_limit=1800)

@@ -24,7 +24,8 @@ from context_engine.types import Pack
 NARRATE = "narrate"
 ACT = "act"
 ANSWER = "answer"
-STEP_KINDS = (NARRATE, ACT, ANSWER)
+HESITATE = "hesitate"  # the DM narrates a human who did not act in time (issue 11)
+STEP_KINDS = (NARRATE, ACT, ANSWER, HESITATE)
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,8 @@ class Step:
     """One agent call of a round.
 
     ``players`` are the acting players in order (for the DM's narration); ``whisperers``
-    the players whose whispers the DM answers (``answer`` steps only).
+    the players whose whispers the DM answers (``answer`` steps only); ``absent`` the
+    human whose hesitation the DM narrates (``hesitate`` steps only).
     """
 
     kind: str
@@ -42,6 +44,7 @@ class Step:
     dm_role: str = "DM"
     players: tuple[str, ...] = ()
     whisperers: tuple[str, ...] = ()
+    absent: str = ""
 
     @property
     def label(self) -> str:
@@ -50,6 +53,7 @@ class Step:
             NARRATE: f"{self.role} narrating…",
             ACT: f"{self.role} acting…",
             ANSWER: f"{self.role} answering whispers…",
+            HESITATE: f"{self.role} narrating {self.absent}'s hesitation…",
         }[self.kind]
 
 
@@ -90,6 +94,13 @@ def step_instruction(step: Step) -> str:
             f"Round {step.round}: {names} whispered to you this round. Answer each of them "
             "privately with one 'WHISPER to NAME:' block; reveal only what that player "
             "may know. Add a GM NOTE if you need to remember something."
+        )
+        return f"{task}\n\n{DM_FORMAT}"
+    if step.kind == HESITATE:
+        task = (
+            f"Round {step.round}: {step.absent} hesitates and does not act this time. "
+            f"Narrate that moment briefly in one PUBLIC block; do not act or speak for "
+            f"{step.absent}."
         )
         return f"{task}\n\n{DM_FORMAT}"
     if step.kind == ACT:
@@ -190,6 +201,11 @@ class OfflineAgent:
                 f"{', '.join(step.whisperers) or 'no one'} in private."
             )
             return "\n".join(blocks)
+        if step.kind == HESITATE:
+            return (
+                f"PUBLIC: {step.absent} hesitates; the moment stretches, and the others "
+                "go on without them."
+            )
         if step.kind == ACT:
             return "\n".join(
                 [

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('campaigns', '0013_retrievalpin_pack_version'),
+        ('campaigns', '0014_relay_humans'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -15,7 +15,7 @@ from campaigns.models.campaign import (
     VisibilityChange,
     WorldState,
 )
-from campaigns.models.jobs import Job
+from campaigns.models.jobs import Job, RoundStep
 from campaigns.models.memory import (
     HydrationCursor,
     LoreEntry,
@@ -38,6 +38,7 @@ __all__ = [
     "ModelCall",
     "Participant",
     "RetrievalPin",
+    "RoundStep",
     "Summary",
     "Turn",
     "TurnRevision",

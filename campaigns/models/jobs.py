@@ -29,6 +29,7 @@ class Job(models.Model):
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
         RUNNING = "running", "Running"
+        WAITING = "waiting", "Waiting for a human"
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
 
@@ -52,7 +53,7 @@ class Job(models.Model):
             # One round at a time per experiment, even if two starts race past the lock.
             models.UniqueConstraint(
                 fields=["experiment"],
-                condition=Q(kind="round", status__in=["pending", "running"]),
+                condition=Q(kind="round", status__in=["pending", "running", "waiting"]),
                 name="job_one_active_round",
             ),
         ]
@@ -65,4 +66,58 @@ class Job(models.Model):
         """Status and progress only: what a reader who may not see the message is shown."""
         if self.status == self.Status.RUNNING:
             return f"{self.get_kind_display()}: running, {self.progress}%"
+        if self.status == self.Status.WAITING:
+            return f"{self.get_kind_display()}: waiting for a human, {self.progress}%"
         return f"{self.get_kind_display()}: {self.get_status_display().lower()}"
+
+
+class RoundStep(models.Model):
+    """One step of a relay round, committed with its turns (SPEC §6, issue 11).
+
+    ``(experiment, round, step, speaker)`` is the step's idempotency key: a step's turns
+    and this row commit in one transaction, so a second commit of the same step (a task
+    redelivered after a crash, a resumed round racing a slow worker) fails on the unique
+    constraint and stores nothing. A round resumes from the first step with no row.
+    """
+
+    class Status(models.TextChoices):
+        OK = "ok", "Stored"
+        FAILED = "failed", "Failed (a DM-only note says why)"
+        SKIPPED = "skipped", "Skipped"
+        TIMED_OUT = "timed_out", "A human did not act in time"
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="round_steps")
+    round = models.PositiveIntegerField()
+    step = models.CharField(max_length=16, help_text="narrate, act or answer.")
+    speaker = models.CharField(max_length=64, help_text="The role whose step this is.")
+    status = models.CharField(max_length=16, choices=Status.choices)
+    model = models.CharField(max_length=100, blank=True)
+    turns = models.JSONField(default=list, blank=True, help_text="Ids of the step's turns.")
+    detail = models.JSONField(default=dict, blank=True, help_text="Reason, error, review…")
+    job = models.ForeignKey(
+        "Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="round_steps"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["experiment_id", "round", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["experiment", "round", "step", "speaker"],
+                name="roundstep_idempotency_key",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"R{self.round} {self.step} {self.speaker} ({self.status})"
+
+    def as_result(self) -> dict:
+        """The step as the round Job's ``result["steps"]`` lists it."""
+        return {
+            "step": self.step,
+            "role": self.speaker,
+            "model": self.model,
+            "status": self.status,
+            "turns": list(self.turns),
+            **self.detail,
+        }

@@ -18,6 +18,7 @@ from context_engine.visibility import ROLE_PATTERN, VisibilityError, validate_vi
 MAX_TAGS = 50
 MAX_TAG_LENGTH = 100
 RETRIEVAL_PRESETS = ("minimal", "standard", "deep")
+HUMAN_TIMEOUT_POLICIES = ("skip", "narrate")  # see campaigns.services.relay
 
 # config key → (type, minimum, maximum) for integers; booleans and strings handled below.
 _INT_KEYS: dict[str, tuple[int, int]] = {
@@ -27,6 +28,7 @@ _INT_KEYS: dict[str, tuple[int, int]] = {
     "memory_interval": (1, 100),
     "max_content_chars": (1, 10_000_000),
     "window_turns": (1, 500),
+    "human_timeout_s": (10, 7 * 24 * 3600),  # a human's turn: 10 s to a week
 }
 TIERS = ("hot", "warm", "cold")
 _BOOL_KEYS = ("lend_unused_budget", "show_whisper_existence")
@@ -141,6 +143,7 @@ def clean_config(value: object, *, field: str = "config") -> dict:
         "budgets",
         "tier_budgets",
         "retrieval_preset",
+        "human_timeout_policy",
         *_INT_KEYS,
         *_BOOL_KEYS,
         *_MODEL_KEYS,
@@ -154,6 +157,10 @@ def clean_config(value: object, *, field: str = "config") -> dict:
             errors[path] = [f"Unknown strategy {item!r}; strategies: {', '.join(STRATEGIES)}."]
         elif key == "retrieval_preset" and item not in RETRIEVAL_PRESETS:
             errors[path] = [f"Retrieval preset must be one of {', '.join(RETRIEVAL_PRESETS)}."]
+        elif key == "human_timeout_policy" and item not in HUMAN_TIMEOUT_POLICIES:
+            errors[path] = [
+                f"human_timeout_policy must be one of {', '.join(HUMAN_TIMEOUT_POLICIES)}."
+            ]
         elif key in _INT_KEYS:
             low, high = _INT_KEYS[key]
             if isinstance(item, bool) or not isinstance(item, int) or not low <= item <= high:

@@ -10,7 +10,15 @@ import pytest
 from context_engine import tokens
 from context_engine.agent_output import parse_agent_output
 from context_engine.pack import build_pack
-from context_engine.relay import ACT, ANSWER, NARRATE, OfflineAgent, Step, step_instruction
+from context_engine.relay import (
+    ACT,
+    ANSWER,
+    HESITATE,
+    NARRATE,
+    OfflineAgent,
+    Step,
+    step_instruction,
+)
 from context_engine.types import DEFAULT_BUDGETS
 from tests.context_engine.helpers import Log, pack_input, section
 
@@ -33,6 +41,7 @@ def steps() -> list[Step]:
         Step(ACT, "Thorin", "player", 2),
         Step(ACT, "Cassia", "player", 2),
         Step(ANSWER, "DM", "dm", 2, whisperers=("Thorin",)),
+        Step(HESITATE, "DM", "dm", 2, players=("Thorin", "Cassia"), absent="Cassia"),
     ]
 
 
@@ -51,7 +60,7 @@ def test_each_instruction_fits_the_input_budget_and_reaches_the_pack_untrimmed(s
 
 
 def test_instructions_name_the_step_and_only_dms_are_told_about_gm_notes():
-    narrate, thorin, _, answer = steps()
+    narrate, thorin, _, answer, _ = steps()
     assert "Round 2 begins" in step_instruction(narrate)
     assert "Thorin, Cassia" in step_instruction(narrate)
     assert "your turn, Thorin" in step_instruction(thorin)
@@ -125,3 +134,19 @@ def test_round_number_and_cast_appear_in_the_offline_narration():
 def test_an_unknown_step_kind_is_refused():
     with pytest.raises(ValueError, match="Unknown step kind"):
         step_instruction(Step("dance", "DM", "dm", 1))
+
+
+def test_the_dm_narrates_a_hesitation_publicly_and_does_not_act_for_the_human():
+    step = Step(HESITATE, "DM", "dm", 3, players=("Thorin", "Cassia"), absent="Cassia")
+    instruction = step_instruction(step)
+    assert "Cassia hesitates" in instruction and "do not act or speak for Cassia" in instruction
+    assert step.label == "DM narrating Cassia's hesitation…"
+    parsed = parse_agent_output(
+        OfflineAgent().respond(pack_for(step), step),
+        speaker="DM",
+        speaker_kind="dm",
+        roles=ROLES,
+        dm_roles=("DM",),
+    )
+    assert [(t.kind, t.visibility) for t in parsed] == [("narrative", None)]
+    assert parsed[0].content.startswith("Cassia hesitates")

@@ -28,7 +28,10 @@ class RoundView(ApiView):
 
     @extend_schema(
         request=EmptySerializer,
-        responses={202: JobSerializer, 409: OpenApiResponse(ERROR_REF, "A round is running.")},
+        responses={
+            202: JobSerializer,
+            409: OpenApiResponse(ERROR_REF, "A round is running or waiting for a human."),
+        },
     )
     def post(self, request, id):
         """Run the next round (DM, then each player, then whisper answers) in the background."""
@@ -39,6 +42,9 @@ class RoundView(ApiView):
         except ValidationError as exc:
             if relay.ALREADY_RUNNING in exc.messages:
                 raise Conflict({"round": [relay.ALREADY_RUNNING]}) from None
+            waiting = [m for m in exc.messages if m.startswith(relay.WAITING_FOR)]
+            if waiting:
+                raise Conflict({"round": waiting}) from None
             raise
         return Response(
             JobSerializer(job_as_read_by(job, access)).data, status=status.HTTP_202_ACCEPTED

@@ -14,7 +14,7 @@ from campaigns.api.serializers import TurnCreateSerializer, TurnFilterSerializer
 from campaigns.api.serializers.base import MAX_ROUND
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
 from campaigns.models import Turn
-from campaigns.services.turns import turn_create
+from campaigns.services.relay import human_turn_create
 
 
 @extend_schema(parameters=[EXPERIMENT_ID])
@@ -64,7 +64,10 @@ class TurnListView(ApiView):
         access = get_experiment_for(request.user, id)
         data = validated(TurnCreateSerializer, request.data)
         check_turn_post(access, data)
-        turn = turn_create(
-            experiment=access.experiment, open_round_only=not access.can_edit, **data
+        turn = human_turn_create(
+            experiment=access.experiment,
+            user=request.user,
+            open_round_only=not access.can_edit,
+            **data,
         )
         return Response(TurnSerializer(turn).data, status=status.HTTP_201_CREATED)

@@ -17,9 +17,9 @@ from campaigns.console import access as console_access
 from campaigns.console.forms import CommandForm, TurnForm, attach_errors
 from campaigns.console.views.base import INVALID, campaign_context, login_required, page
 from campaigns.models import Job, Turn
+from campaigns.services import relay
 from campaigns.services.memory import run_command
-from campaigns.services.relay import round_start
-from campaigns.services.turns import turn_create
+from campaigns.services.relay import human_turn_create, round_start
 
 PAGE_SIZE = 50
 TEMPLATE = "campaigns/console/campaign.html"
@@ -133,11 +133,22 @@ def _composer(access, viewer, data=None):
     return TurnForm(data, speaker=speaker, roles=roles, is_player=is_player, initial=initial)
 
 
+def _waiting(request, access, form) -> dict:
+    """Who the round waits for; ``your_turn`` when it is the reader, posting as that role."""
+    waiting = relay.waiting_for(access.experiment)
+    your_turn = False
+    if waiting and form is not None and form.speaker == waiting["role"]:
+        seat = access.experiment.participants.filter(role=waiting["role"]).first()
+        your_turn = seat is not None and relay.plays_seat(request.user, seat, access.experiment)
+    return {"waiting": waiting, "your_turn": your_turn}
+
+
 def _context(request, access, viewer, as_role, *, form=None, params=None):
     ctx = campaign_context(access, viewer, as_role=as_role, active="console:campaign")
     ctx.update(timeline(experiment=access.experiment, viewer=viewer, params=params or request.GET))
     ctx["form"] = form if form is not None else _composer(access, viewer)
     ctx["command_form"] = CommandForm() if access.can_edit else None
+    ctx.update(_waiting(request, access, ctx["form"]))
     ctx["speakers"] = console_access.roles_of(access)
     ctx["job"] = (
         Job.objects.filter(experiment=access.experiment).order_by("-created_at").first()
@@ -180,8 +191,9 @@ def turn_post(request, pk):
         }
         try:
             console_access.check_turn_post(access, data)
-            turn_create(
+            human_turn_create(
                 experiment=access.experiment,
+                user=request.user,
                 round=form.cleaned_data.get("round"),  # None: the open round
                 content=form.cleaned_data["content"],
                 hinge=bool(form.cleaned_data.get("hinge")),

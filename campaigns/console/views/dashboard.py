@@ -31,7 +31,7 @@ STRAIN_LABELS = {
     "strain_3": "strain III",
 }
 METER_TTL = 300
-ACTIVE = (Job.Status.PENDING, Job.Status.RUNNING)
+ACTIVE = (Job.Status.PENDING, Job.Status.RUNNING, Job.Status.WAITING)
 
 
 @dataclass(frozen=True)

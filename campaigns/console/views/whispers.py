@@ -13,7 +13,7 @@ from campaigns.console import access as console_access
 from campaigns.console.forms import WhisperForm, attach_errors
 from campaigns.console.views.base import INVALID, campaign_context, login_required, page
 from campaigns.models import Turn
-from campaigns.services.turns import turn_create
+from campaigns.services.relay import human_turn_create
 
 TEMPLATE = "campaigns/console/whispers.html"
 THREAD_TURNS = 30  # the newest whispers of a thread shown; older ones are in the timeline
@@ -130,8 +130,9 @@ def whisper_post(request, pk):
         }
         try:
             console_access.check_turn_post(access, data)
-            turn_create(
+            human_turn_create(
                 experiment=access.experiment,
+                user=request.user,
                 content=form.cleaned_data["content"],
                 open_round_only=not access.can_edit,
                 **data,

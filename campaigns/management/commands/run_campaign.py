@@ -39,6 +39,11 @@ class Command(BaseCommand):
             if job is None:
                 raise CommandError("The round's job disappeared while it ran.")
             self.stdout.write(f"  [{job.progress:3d}%] {job.message}")
+            if job.status == Job.Status.WAITING:
+                raise CommandError(
+                    f"Round {number} of {rounds} waits for a human ({job.message}): they post "
+                    "their turn from the console or the API, and the round goes on."
+                )
             if job.status != Job.Status.SUCCEEDED:
                 raise CommandError(f"Round {number} of {rounds} failed: {job.message}")
         self.stdout.write(self.style.SUCCESS(f"Played {rounds} round(s)."))

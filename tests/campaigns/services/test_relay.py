@@ -209,16 +209,15 @@ def test_an_unknown_model_id_is_a_failed_step_the_dm_can_read(
     assert job.status == "succeeded"
 
 
-def test_humans_are_skipped_and_models_still_play(
+def test_a_human_player_makes_the_round_wait_and_models_before_them_still_play(
     campaign, owner, django_capture_on_commit_callbacks
 ):
     campaign.participants.exclude(role="Thorin").update(model="offline")  # Thorin: human
     job = play(campaign, owner, django_capture_on_commit_callbacks)
     turns = round_turns(campaign, job.result["round"])
-    assert speakers_in_order(turns) == ["DM", "Cassia", "DM"]
-    thorin = next(s for s in job.result["steps"] if s["role"] == "Thorin")
-    assert (thorin["status"], thorin["reason"]) == ("skipped", "played by a human")
-    assert job.status == "succeeded"
+    assert speakers_in_order(turns) == ["DM"]
+    assert job.status == "waiting" and job.message == "Round 1: waiting for Thorin"
+    assert [s["role"] for s in job.result["steps"]] == ["DM"]
 
 
 def test_the_answer_step_is_skipped_when_nobody_whispered(
@@ -287,15 +286,15 @@ def test_a_second_start_while_a_round_is_running_is_refused(
     assert play(demo_campaign, owner, django_capture_on_commit_callbacks).status == "succeeded"
 
 
-def test_a_round_job_abandoned_by_a_dead_worker_stops_blocking(demo_campaign, owner):
+def test_a_round_job_abandoned_by_a_dead_worker_is_resumed_not_duplicated(demo_campaign, owner):
     stale = round_create(experiment=demo_campaign, user=owner)
     Job.objects.filter(pk=stale.pk).update(
-        status="running", updated_at=timezone.now() - relay.STALE_AFTER - timedelta(seconds=5)
+        status="running", updated_at=timezone.now() - relay.stale_after() - timedelta(seconds=5)
     )
-    fresh = round_create(experiment=demo_campaign, user=owner)
-    stale.refresh_from_db()
-    assert stale.status == "failed" and "Abandoned" in stale.message
-    assert fresh.status == "pending"
+    again = round_create(experiment=demo_campaign, user=owner)
+    assert again.pk == stale.pk
+    assert again.status == "pending" and "Resuming" in again.message
+    assert Job.objects.filter(experiment=demo_campaign).count() == 1
 
 
 def test_other_experiments_rounds_do_not_block(demo_campaign, owner):
@@ -402,6 +401,13 @@ def test_run_campaign_stops_when_a_round_cannot_start(demo_campaign, owner):
     round_create(experiment=demo_campaign, user=owner)
     with pytest.raises(CommandError, match=r"A round is already running\."):
         call_command("run_campaign", str(demo_campaign.pk), stdout=StringIO())
+
+
+def test_run_campaign_stops_at_a_round_that_waits_for_a_human(campaign):
+    campaign.participants.exclude(role="Cassia").update(model="offline")  # Cassia: human
+    with pytest.raises(CommandError, match=r"Round 1 of 2 waits for a human \(Round 1: waiting"):
+        call_command("run_campaign", str(campaign.pk), "--rounds", "2", stdout=StringIO())
+    assert Job.objects.get(experiment=campaign).status == "waiting"
 
 
 def test_run_campaign_fails_when_no_agent_could_act(campaign, settings):

@@ -1,0 +1,184 @@
+"""Humans at the table (issue 11): a round waits for a human's turn, the human posts it
+through the API, and the round goes on — model DM with a human player, human DM with
+model players; only the waiting human's own post resumes the round."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+import pytest
+
+from campaigns.models import Job, RoundStep, Turn
+
+pytestmark = pytest.mark.django_db
+
+
+def rounds_url(experiment) -> str:
+    return f"/api/experiments/{experiment.pk}/rounds/"
+
+
+def turns_url(experiment) -> str:
+    return f"/api/experiments/{experiment.pk}/turns/"
+
+
+def start(api, user, experiment, capture):
+    with capture(execute=True):
+        response = api(user).post(rounds_url(experiment), {}, format="json")
+    assert response.status_code == 202, response.json()
+    return Job.objects.get(pk=response.json()["task_id"])
+
+
+def post(api, user, experiment, capture, **body):
+    body.setdefault("kind", "action")
+    body.setdefault("content", "I act.")
+    with capture(execute=True):
+        return api(user).post(turns_url(experiment), body, format="json")
+
+
+def speakers(experiment, number):
+    """Who spoke in the round, in order (consecutive turns of one speaker once)."""
+    turns = Turn.objects.filter(experiment=experiment, round=number).order_by("seq")
+    return [speaker for speaker, _ in groupby(t.speaker for t in turns)]
+
+
+@pytest.fixture
+def human_thorin(campaign, player):
+    """Model DM and Cassia (offline); Thorin is human, played by `player`."""
+    campaign.participants.exclude(role="Thorin").update(model="offline")
+    return campaign
+
+
+def test_a_round_waits_for_the_human_player_and_the_task_says_so(
+    api, human_thorin, owner, player, django_capture_on_commit_callbacks
+):
+    job = start(api, owner, human_thorin, django_capture_on_commit_callbacks)
+    job.refresh_from_db()
+    assert job.status == "waiting"
+    assert job.message == "Round 1: waiting for Thorin"
+    assert job.result["waiting"]["role"] == "Thorin"
+    assert job.result["waiting"]["step"] == "act"
+    assert speakers(human_thorin, 1) == ["DM"]  # the narration, then nothing
+    polled = api(owner).get(f"/api/tasks/{job.pk}/").json()
+    assert (polled["status"], polled["message"]) == ("waiting", "Round 1: waiting for Thorin")
+    # The player polling the round's task sees that it waits, not the DM-side message.
+    seen = api(player).get(f"/api/tasks/{job.pk}/").json()
+    assert seen["status"] == "waiting"
+
+
+def test_the_human_players_post_resumes_the_round_to_the_end(
+    api, human_thorin, owner, player, django_capture_on_commit_callbacks
+):
+    job = start(api, owner, human_thorin, django_capture_on_commit_callbacks)
+    response = post(api, player, human_thorin, django_capture_on_commit_callbacks, speaker="Thorin")
+    assert response.status_code == 201, response.json()
+    job.refresh_from_db()
+    assert (job.status, job.progress) == ("succeeded", 100), job.message
+    assert speakers(human_thorin, 1) == ["DM", "Thorin", "Cassia", "DM"]
+    thorin = next(s for s in job.result["steps"] if s["role"] == "Thorin")
+    assert thorin == {
+        "step": "act",
+        "role": "Thorin",
+        "model": "human",
+        "status": "ok",
+        "turns": [response.json()["id"]],
+    }
+    assert "waiting" not in job.result
+    keys = list(RoundStep.objects.filter(experiment=human_thorin).values_list("step", "speaker"))
+    assert keys == [("narrate", "DM"), ("act", "Thorin"), ("act", "Cassia"), ("answer", "DM")]
+
+
+def test_a_waiting_round_blocks_a_new_one_naming_who_it_waits_for(
+    api, human_thorin, owner, django_capture_on_commit_callbacks
+):
+    start(api, owner, human_thorin, django_capture_on_commit_callbacks)
+    response = api(owner).post(rounds_url(human_thorin), {}, format="json")
+    assert response.status_code == 409
+    assert response.json()["round"] == ["The round is waiting for Thorin."]
+    assert Job.objects.filter(experiment=human_thorin).count() == 1
+
+
+def test_another_players_post_does_not_resume_the_round(
+    api, campaign, owner, player, other_player, django_capture_on_commit_callbacks
+):
+    campaign.participants.filter(role="DM").update(model="offline")  # Thorin, Cassia: human
+    job = start(api, owner, campaign, django_capture_on_commit_callbacks)
+    job.refresh_from_db()
+    assert job.result["waiting"]["role"] == "Thorin"
+    # Cassia may post in the open round, but it is not her turn: the round still waits.
+    response = post(
+        api, other_player, campaign, django_capture_on_commit_callbacks, speaker="Cassia"
+    )
+    assert response.status_code == 201
+    job.refresh_from_db()
+    assert (job.status, job.result["waiting"]["role"]) == ("waiting", "Thorin")
+    # She cannot post Thorin's turn for him.
+    response = post(
+        api, other_player, campaign, django_capture_on_commit_callbacks, speaker="Thorin"
+    )
+    assert response.status_code == 403
+    assert "speaker" in response.json()
+    job.refresh_from_db()
+    assert job.status == "waiting"
+    assert not RoundStep.objects.filter(experiment=campaign, speaker="Thorin").exists()
+
+
+def test_the_owner_posting_as_a_linked_human_does_not_take_their_turn(
+    api, human_thorin, owner, player, django_capture_on_commit_callbacks
+):
+    job = start(api, owner, human_thorin, django_capture_on_commit_callbacks)
+    response = post(api, owner, human_thorin, django_capture_on_commit_callbacks, speaker="Thorin")
+    assert response.status_code == 201  # the DM side may write as anyone…
+    job.refresh_from_db()
+    assert job.status == "waiting"  # …but only Thorin's human takes Thorin's turn
+    post(api, player, human_thorin, django_capture_on_commit_callbacks, speaker="Thorin")
+    job.refresh_from_db()
+    assert job.status == "succeeded"
+
+
+def test_the_owner_plays_an_unlinked_human_seat(
+    api, campaign, owner, django_capture_on_commit_callbacks
+):
+    campaign.participants.exclude(role="Thorin").update(model="offline")  # no user linked
+    job = start(api, owner, campaign, django_capture_on_commit_callbacks)
+    post(api, owner, campaign, django_capture_on_commit_callbacks, speaker="Thorin")
+    job.refresh_from_db()
+    assert job.status == "succeeded"
+
+
+def test_a_human_dm_with_model_players_narrates_and_answers_whispers(
+    api, campaign, owner, django_capture_on_commit_callbacks
+):
+    campaign.participants.exclude(role="DM").update(model="offline")  # the DM: human (owner)
+    job = start(api, owner, campaign, django_capture_on_commit_callbacks)
+    job.refresh_from_db()
+    assert (job.status, job.result["waiting"]["step"]) == ("waiting", "narrate")
+    assert not Turn.objects.filter(experiment=campaign).exists()
+
+    post(
+        api,
+        owner,
+        campaign,
+        django_capture_on_commit_callbacks,
+        speaker="DM",
+        kind="narrative",
+        content="The tide drops.",
+    )
+    job.refresh_from_db()
+    # The offline players acted (and whispered to the DM): now the DM answers.
+    assert (job.status, job.result["waiting"]["step"]) == ("waiting", "answer")
+    assert speakers(campaign, 1)[:3] == ["DM", "Thorin", "Cassia"]
+
+    post(
+        api,
+        owner,
+        campaign,
+        django_capture_on_commit_callbacks,
+        speaker="DM",
+        kind="whisper",
+        visibility=["DM", "Thorin"],
+        content="Only you feel the draught.",
+    )
+    job.refresh_from_db()
+    assert job.status == "succeeded", job.message
+    assert [s["status"] for s in job.result["steps"]] == ["ok"] * 4
+    assert [s["model"] for s in job.result["steps"]] == ["human", "offline", "offline", "human"]

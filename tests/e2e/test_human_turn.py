@@ -1,0 +1,52 @@
+"""A human at the table, in a real browser (issue 11): the DM starts a round, the round
+waits for Thorin's human, who sees the prompt above the composer, posts, and the round
+completes. Screenshots of both sides go under ``artifacts/console/`` (git-ignored)."""
+
+from __future__ import annotations
+
+import pytest
+
+from campaigns.models import Job, RoundStep, Turn
+from tests.e2e.test_console import demo, shot, sign_in  # noqa: F401 (demo is a fixture)
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
+
+
+def test_a_human_players_round_is_driven_through_the_console(browser, live_server, demo):  # noqa: F811
+    demo.participants.filter(role="Thorin").update(model="human")
+    base = f"{live_server.url}/campaigns/{demo.pk}/"
+
+    dm = browser.new_context().new_page()
+    sign_in(dm, live_server, "demo")
+    dm.goto(base)
+    dm.click("button.cmd-round")
+    dm.locator("#job-progress .job-message", has_text="waiting for Thorin").wait_for()
+    job = Job.objects.get(experiment=demo, kind="round")
+    assert job.status == "waiting"
+    assert dm.locator("#job-progress .job-status").inner_text() == "Waiting for a human"
+    shot(dm, "round-waiting-dm")
+
+    thorin = browser.new_context().new_page()
+    sign_in(thorin, live_server, "thorin")
+    thorin.goto(base)
+    prompt = thorin.locator("#your-turn")
+    assert "The round is waiting for you, Thorin." in prompt.inner_text()
+    shot(thorin, "round-waiting-player")
+    # The prompt sits above the composer's form.
+    assert prompt.bounding_box()["y"] < thorin.locator("#composer form").bounding_box()["y"]
+
+    thorin.select_option("#composer select[name=kind]", "action")
+    thorin.fill("#composer textarea[name=content]", "Thorin wades into the tide, lantern high.")
+    thorin.click("#composer button[type=submit]")
+    thorin.locator("#your-turn").wait_for(state="detached")
+
+    job.refresh_from_db()
+    assert job.status == "succeeded", job.message
+    step = RoundStep.objects.get(experiment=demo, round=job.result["round"], speaker="Thorin")
+    turn = Turn.objects.get(pk=step.turns[0])
+    assert turn.content == "Thorin wades into the tide, lantern high."
+    later = Turn.objects.filter(experiment=demo, round=job.result["round"], seq__gt=turn.seq)
+    assert {"Cassia", "Wren"} <= set(later.values_list("speaker", flat=True))
+
+    dm.goto(base)
+    assert "succeeded" in dm.locator("#job-progress .job-status").inner_text().lower()
