@@ -5,6 +5,8 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
+from campaigns.migrations._sqlite_triggers import reinstall_pack_version_triggers
+
 
 class Migration(migrations.Migration):
 
@@ -80,4 +82,6 @@ class Migration(migrations.Migration):
             model_name='modelcall',
             constraint=models.CheckConstraint(condition=models.Q(('tokens_cached__lte', models.F('tokens_in'))), name='modelcall_cached_within_input'),
         ),
+        # The constraints above rebuild the participant table on SQLite, dropping its triggers.
+        reinstall_pack_version_triggers("campaigns_participant"),
     ]
