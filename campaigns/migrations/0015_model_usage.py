@@ -3,7 +3,24 @@
 import django.core.validators
 import django.db.models.deletion
 from django.conf import settings
+import importlib
+
 from django.db import migrations, models
+
+PARTICIPANT = "campaigns_participant"
+
+
+def restore_sqlite_triggers(apps, schema_editor):
+    """SQLite adds the check constraints by rebuilding campaigns_participant, which drops
+    the table's pack_version triggers (0011): create them again. PostgreSQL keeps them."""
+    if schema_editor.connection.vendor != "sqlite":
+        return
+    pack_version = importlib.import_module("campaigns.migrations.0011_speed_experiment_pack_version")
+    for statement in pack_version._sqlite_forward():
+        if f" ON {PARTICIPANT} " in statement:
+            schema_editor.execute(
+                statement.replace("CREATE TRIGGER ", "CREATE TRIGGER IF NOT EXISTS ", 1)
+            )
 
 
 class Migration(migrations.Migration):
@@ -80,4 +97,5 @@ class Migration(migrations.Migration):
             model_name='modelcall',
             constraint=models.CheckConstraint(condition=models.Q(('tokens_cached__lte', models.F('tokens_in'))), name='modelcall_cached_within_input'),
         ),
+        migrations.RunPython(restore_sqlite_triggers, migrations.RunPython.noop),
     ]
