@@ -108,6 +108,7 @@ def filled(campaign, owner):
     return {
         "{id}": str(campaign.pk),
         "{lid}": str(entry.pk),
+        "{pid}": str(campaign.participants.get(role="DM").pk),
         "{role}": "DM",
         "{task_id}": str(job.pk),
         "turn": turn,
