@@ -21,9 +21,10 @@ from functools import lru_cache
 
 from context_engine.memory._text import sentences
 from context_engine.memory.extraction import _hits_in_sentence, _lower_runs, _qualifies, merge_key
-from context_engine.memory.tabletalk import is_table_word, strip_out_of_character
+from context_engine.memory.tabletalk import is_meta_talk, is_table_word, strip_out_of_character
 from context_engine.memory.vocabulary import (
     COMMON_ZIPF,
+    FACTION_WORDS,
     RARE_ZIPF,
     STOPWORDS,
     TITLES,
@@ -36,6 +37,9 @@ from context_engine.memory.vocabulary import (
 NAME, COMPOUND, PHRASE, WORD, COMMON = "name", "compound", "phrase", "word", "common"
 KIND_ORDER = (NAME, COMPOUND, PHRASE, WORD, COMMON)
 _RIGHT_TRIM_ZIPF = 4.5  # a phrase does not end in a word this common
+# A lowercase phrase is a coinage only around a word rarer than this: "arcane arts" (2.99)
+# or "ancient runes" are ordinary English, "mithral mine" and "ashfern tonic" are not.
+PHRASE_RARE_ZIPF = 2.5
 COMMON_USES = 3  # a coined phrase of common words must be used this many times
 
 _CAP_NAME = r"[A-Z][\w'’-]*(?:\s+(?:of\s+(?:the\s+)?|the\s+)?[A-Z][\w'’-]*)*"
@@ -44,9 +48,11 @@ _NAMED = re.compile(
     r"(?:the\s+)?(?P<name>" + _CAP_NAME + ")"
 )
 _PLACE_OF = re.compile(
-    r"\b(?:the|a)\s+(?P<noun>city|town|village|hamlet|port|capital|kingdom|realm|land|lands|"
-    r"isle|island|province|region|duchy|county|barony|valley|forest|fortress|citadel|"
-    r"empire|dominion|republic)\s+of\s+(?P<name>" + _CAP_NAME + ")"
+    r"\b(?:the|a|an)\s+(?:[a-z][\w'’-]*\s+)?"  # "the ancient castle of", "the far-off city of"
+    r"(?P<noun>city|town|village|hamlet|port|capital|kingdom|realm|land|lands|"
+    r"isle|island|province|region|duchy|county|barony|valley|forest|fortress|citadel|castle|"
+    r"manor|empire|dominion|republic|tribe|clan|house|order|guild)\s+of\s+(?:the\s+)?"
+    r"(?P<name>" + _CAP_NAME + ")"
 )
 PLACE_NOUNS = frozenset(
     [
@@ -90,7 +96,18 @@ PLACE_NOUNS = frozenset(
     ]
 )
 FACTION_NOUNS = frozenset(
-    ["empire", "dominion", "republic", "guild", "order", "faction", "cult", "clan"]
+    [
+        "empire",
+        "dominion",
+        "republic",
+        "guild",
+        "order",
+        "faction",
+        "cult",
+        "clan",
+        "tribe",
+        "house",
+    ]
 )
 ITEM_NOUNS = frozenset(
     [
@@ -119,11 +136,14 @@ ITEM_NOUNS = frozenset(
         "cloak",
     ]
 )
+# Travel words: "to X" after them names a place. Plain "go/walk/come over to X" does not
+# ("walk over to Grog"), so those are left out.
 _MOTION = (
-    r"(?:go|goes|going|went|gone|travel\w*|ride|rode|riding|sail\w*|head\w*|return\w*|"
-    r"walk\w*|march\w*|move\w*|fly|flew|flee\w*|fled|journey\w*|come|came|coming|arriv\w*|"
-    r"back|bound|road|way|hail\w*|escap\w*|run|ran)"
+    r"(?:travel\w*|ride|rode|riding|sail\w*|head\w*|return\w*|march\w*|flee\w*|fled|"
+    r"journey\w*|arriv\w*|bound|road|way|hail\w*|escap\w*)"
 )
+# Any coming or going "from X" names where someone comes from: "They came from Gloomfen".
+_FROM = r"(?:go|goes|going|went|gone|come|comes|came|coming|walk\w*|run|ran|fly|flew|back)"
 _SPELL = r"(?:cast|casts|casting|spell|spells|incant\w*|invok\w*|summon\w*)"
 _ITEM = (
     r"(?:wield\w*|draw\w*|drew|carr\w*|hold\w*|held|pocket\w*|grab\w*|equip\w*|pick\w* up|"
@@ -153,6 +173,17 @@ def _cue(term: str, sentence: str) -> str | None:
     words = term.split()
     if term[:1].isupper() and words[0].lower() in TITLES and len(words) > 1:
         return "npc"
+    if term[:1].isupper() and words[0].lower() in FACTION_WORDS and len(words) > 1:
+        return "faction"  # "House Thunderbrand", "Order of the Ember"
+    if re.search(
+        r"\b(?:speak|speaks|spoke|speaking|fluent in|written in)\s+" + t + r"\b", sentence
+    ):
+        return "term"  # a language: "Pike speaks Dwarvish"
+    if len(words) == 1 and term[:1].isupper() and singular(term) != term:
+        # "the Carvers", "the Geometers": a plural name is a group wherever it stands
+        if re.search(r"\b" + t + r"\s+(?:are|were)\s+(?:the|a|an)\b", sentence):
+            return "faction"
+        return None
     if re.search(
         r"\b(?:in|at|into|inside|within|near|reach\w*|enter\w*)\s+(?:the\s+)?" + t + r"\b", sentence
     ):
@@ -161,6 +192,14 @@ def _cue(term: str, sentence: str) -> str | None:
         _MOTION + r"\s+(?:\w+\s+)?(?:to|from|toward|towards)\s+(?:the\s+)?" + t + r"\b", sentence
     ):
         return "location"
+    if re.search(_FROM + r"\s+(?:\w+\s+)?from\s+(?:the\s+)?" + t + r"\b", sentence):
+        return "location"
+    if re.search(
+        r"\b(?:heart|edge|outskirts|centre|center|streets|gates|walls|ruler|mayor)\s+of\s+"
+        r"(?:the\s+)?" + t + r"\b",
+        sentence,
+    ) or re.search(r"\bwhat(?:'s|’s| is)\s+called\s+(?:the\s+)?" + t + r"\b", sentence, re.I):
+        return "location"  # "in the heart of Draconia", "find what's called the Stone's Pillow"
     if re.search(
         _SPELL + r"\s+(?:a\s+|an\s+|the\s+|of\s+)?" + t + r"\b", sentence, re.I
     ) or re.search(t + r"\s+(?:spell|cantrip|ritual|incantation)\b", sentence, re.I):
@@ -176,6 +215,15 @@ def _cue(term: str, sentence: str) -> str | None:
     return None
 
 
+def _named_names(sentence: str) -> list[str]:
+    """The names naming patterns introduce in ``sentence``, as written."""
+    names = [m.group("name") for m in _PLACE_OF.finditer(sentence)]
+    names += [m.group("name") for m in _NAMED.finditer(sentence)]
+    names = [re.sub(r"['’]s$", "", name) for name in names]
+    # "named Lord and Lady Briarwood": a title alone names no one
+    return [name for name in names if name.lower() not in TITLES]
+
+
 def _naming(sentence: str) -> dict[str, str]:
     """merge key → category for names a naming pattern introduces in ``sentence``."""
     named: dict[str, str] = {}
@@ -184,6 +232,8 @@ def _naming(sentence: str) -> dict[str, str]:
         category = "faction" if noun in FACTION_NOUNS else "location"
         named.setdefault(merge_key(match.group("name")), category)
     for match in _NAMED.finditer(sentence):
+        if match.group("name").lower() in TITLES:
+            continue
         noun = (match.group("noun") or "").lower()
         if noun in PLACE_NOUNS:
             category = "location"
@@ -215,7 +265,7 @@ def _phrases_in_sentence(sentence: str, known: frozenset[str]) -> list[tuple[str
         if 2 <= len(words) <= 3 and all(_content(w.strip("-")) for w in words):
             found.append((" ".join(words), COMMON))
     for run in _lower_runs(sentence):
-        has_rare = any(base_zipf(w) < RARE_ZIPF for w in run)
+        has_rare = any(base_zipf(w) < PHRASE_RARE_ZIPF for w in run)
         if not has_rare and not known:
             continue  # the common case: nothing in this run can be a phrase
         for size in (2, 3, 4):
@@ -224,7 +274,11 @@ def _phrases_in_sentence(sentence: str, known: frozenset[str]) -> list[tuple[str
                 phrase = tuple(words)
                 if any("-" in w for w in words):
                     continue  # a hyphenated compound is a candidate of its own
-                if has_rare and _qualifies(phrase) and min(base_zipf(w) for w in words) < RARE_ZIPF:
+                if (
+                    has_rare
+                    and _qualifies(phrase)
+                    and min(base_zipf(w) for w in words) < PHRASE_RARE_ZIPF
+                ):
                     while (
                         len(words) > 2
                         and zipf(words[0]) >= COMMON_ZIPF
@@ -280,11 +334,20 @@ def observe(
     skip = set(ignore)
     stats: dict[str, dict] = {}
     text = strip_out_of_character(text)
+    if is_meta_talk(text):
+        return []  # talk about the show or the players: out of character as a whole
     for sentence in sentences(text):
         named = _naming(sentence)
         seen_here: set[str] = set()
         hits: list[tuple[str, bool, str]] = []
-        for term, at_start in _hits_in_sentence(sentence, skip):
+        found = _hits_in_sentence(sentence, skip)
+        found_keys = {merge_key(term) for term, _ in found}
+        for name in _named_names(sentence):
+            # A naming pattern introduces even an everyday word: "a cleric named Pike".
+            if merge_key(name) not in found_keys and name not in skip:
+                found.append((name, False))
+                found_keys.add(merge_key(name))
+        for term, at_start in found:
             if term[:1].isupper() or term.isupper():
                 single = len(term.split()) == 1 and "_" not in term and not term.isupper()
                 camel = single and re.search(r"[a-z][A-Z]", term) is not None

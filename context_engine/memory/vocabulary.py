@@ -175,11 +175,12 @@ def guess_category(term: str, sentence: str = "") -> str:
         return "faction"
     if last in ARTIFACT_WORDS:
         return "artifact"
+    plural = len(words) == 1 and words[0].endswith("s") and singular(words[0]) != words[0]
+    if capitalised and not term.isupper() and plural:
+        return "faction"  # "the Geometers", "near the Carvers": a plural name is a group
     if capitalised and sentence and _location_context(term, sentence):
         return "location"
     if capitalised and not term.isupper() and len(words) == 1:
-        if words[0].endswith("s") and singular(words[0]) != words[0]:
-            return "faction"  # "the Geometers": a plural name is a group
         if re.search(r"[a-z][A-Z]", words[0]):
             return "term"  # CamelCase
         return "npc"
