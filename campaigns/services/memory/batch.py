@@ -19,7 +19,6 @@ from django.utils import timezone
 
 from campaigns.models import LoreEntry, LoreRevision, VocabularyStat
 from context_engine.memory import merge_key, readable_by_audience
-from context_engine.memory.vocabulary import LOCATION_WORDS
 from context_engine.memory._text import clip_words
 from context_engine.memory.observe import (
     COMMON,
@@ -30,6 +29,7 @@ from context_engine.memory.observe import (
     observe,
 )
 from context_engine.memory.tabletalk import is_ooc_speaker
+from context_engine.memory.vocabulary import LOCATION_WORDS
 from context_engine.types import TurnView
 from context_engine.visibility import Visibility, audience_key, parse_stored_visibility
 
