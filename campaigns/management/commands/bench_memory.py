@@ -202,15 +202,32 @@ class Command(BaseCommand):
             return
         junk = sorted(k for k in proposed if labels.get(k) == "junk")
         unlabelled = sorted(k for k in proposed if k not in labels)
-        missed = sorted(k for k, v in labels.items() if v == "keep" and k not in proposed)
+        # A keep term is found when a proposal names it, alone or inside a longer name
+        # ("Idris Vane" in "Captain Idris Vane"), or a shorter form of it ("Codex").
+        missed = sorted(
+            k
+            for k, v in labels.items()
+            if v == "keep" and not any(_same_thing(k, p) for p in proposed)
+        )
         kept = len(proposed) - len(junk) - len(unlabelled)
         self.stdout.write(
             f"junk {len(junk)}/{len(proposed)} = {len(junk) / max(1, len(proposed)):.0%} "
             f"(kept {kept}, unlabelled {len(unlabelled)})"
         )
+        keep = [k for k, v in labels.items() if v == "keep"]
+        self.stdout.write(
+            f"recall of terms labelled keep: {len(keep) - len(missed)}/{len(keep)} = "
+            f"{(len(keep) - len(missed)) / max(1, len(keep)):.0%}"
+        )
         self.stdout.write(f"  junk: {junk}")
         self.stdout.write(f"  unlabelled: {unlabelled}")
         self.stdout.write(f"  labelled keep but not proposed: {missed}")
+
+
+def _same_thing(a: str, b: str) -> bool:
+    """Merge keys ``a`` and ``b`` are equal, or one's words are a run in the other's."""
+    small, big = sorted((a.split(), b.split()), key=len)
+    return any(big[i : i + len(small)] == small for i in range(len(big) - len(small) + 1))
 
 
 def _read_labels(path: Path) -> dict[str, str]:
