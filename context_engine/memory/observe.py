@@ -313,7 +313,9 @@ def _phrases_in_sentence(sentence: str, known: frozenset[str]) -> list[tuple[str
                     key = merge_key(" ".join(words))
                     if key in known:
                         found.append((" ".join(words), COMMON))
-    inside = {word for phrase, _ in found for word in phrase.split()}
+    # A coined word inside a two-word term is that term ("ashfern tonic"); inside a
+    # looser phrase ("remembers the thalplix") it is a candidate of its own.
+    inside = {word for phrase, _ in found if len(phrase.split()) == 2 for word in phrase.split()}
     for match in _LONE_LOWER.finditer(sentence):
         word = match.group()
         if word not in inside and _coined_word(word):
