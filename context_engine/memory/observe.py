@@ -308,6 +308,9 @@ def _phrases_in_sentence(sentence: str, known: frozenset[str]) -> list[tuple[str
                         words = words[:-1]  # "ashfern tonic burns" → "ashfern tonic"
                     if len(words) == 2 and "-" in words[0] and zipf(words[1]) >= _RIGHT_TRIM_ZIPF:
                         continue  # "trust-ledgers grow": the compound is the term
+                    rare = [w for w in words if base_zipf(w) < PHRASE_RARE_ZIPF]
+                    if all(w in MODIFIERS or w.endswith(_ADJECTIVE) for w in rare):
+                        continue  # "dwarven brunch", "disdainful looks": a rare adjective
                     if _qualifies(tuple(words)) and not set(words) & _PRONOUNS:
                         found.append((" ".join(words), PHRASE))  # not "sigil under my cloak"
                 elif known and size <= 3 and all(_content(w) for w in words):
@@ -363,10 +366,11 @@ GENERIC_HEADS = _split(
     inch inches pound pounds piece pieces gold silver copper coin coins check checks roll
     rolls save saves throw throws modifier bonus slot slots point points dice die level
     levels round rounds turn turns action actions rest damage side sides end area areas room
-    rooms idea ideas question questions answer answers reason problem
+    rooms idea ideas question questions answer answers reason problem form forms shape shapes
     """
 )
 _VERY_COMMON_PART = 5.5
+_ADJECTIVE = ("ial", "ical", "ous", "ive", "ful", "less", "able", "ible", "ary", "ing", "ish")
 
 
 _PRONOUNS = _split(
@@ -419,7 +423,7 @@ def _coinable_pair(first: str, second: str) -> bool:
         return False  # "dog barks", "wind pulls": a subject and its verb
     if first in MODIFIERS or second in MODIFIERS or singular(second) in GENERIC_HEADS:
         return False
-    if first.endswith(("ial", "ical", "ous", "ive", "ful", "less", "able", "ible", "ary")):
+    if first.endswith(_ADJECTIVE):
         return False  # an adjective first: "official business", "dangerous place"
     if second in GENERIC_HEADS or (first.endswith(("ing", "ed")) and zipf(first) >= COMMON_ZIPF):
         return False  # "walking stick" is fine as a PHRASE only when rare; "looking guy" no

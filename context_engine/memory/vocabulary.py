@@ -144,6 +144,8 @@ def is_coined_compound(token: str) -> bool:
         return False
     if len(parts) > 2 and any(part in STOPWORDS for part in parts):
         return False  # jack-in-the-box, mother-in-law: idioms, not coinages
+    if len(parts) > 2 and all(zipf(part) >= 4.0 for part in parts):
+        return False  # happy-go-lucky, run-of-the-mill: idioms of everyday words
     head, tail = parts[0], parts[-1]
     if zipf("".join(parts)) >= 1.0:
         return False  # written closed too ("thankyou", "doublecheck"): everyday English

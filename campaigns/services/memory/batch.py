@@ -86,6 +86,9 @@ class EntryState:
         )
 
 
+REPLAY_CHARS = 200  # a turn this long, repeated verbatim, is a replay
+
+
 def _near(a: str, b: str) -> bool:
     """One merge key's words appear as a contiguous run in the other's, unless the longer
     one adds a place word: "Greyspine Manor" is a house, not the Greyspine family."""
@@ -148,6 +151,7 @@ class Batch:
     `flush` inside the transaction that holds the cursor lock."""
 
     def __init__(self, experiment, *, roles: list[str], dms: tuple[str, ...]):
+        self.replays: set[tuple[str, str]] = set()
         self.experiment = experiment
         self.roles = roles
         self.dms = dms
@@ -209,6 +213,14 @@ class Batch:
     def observe(self, turn: TurnView) -> list[Observation]:
         if is_ooc_speaker(turn.speaker):
             return []
+        if len(turn.content) >= REPLAY_CHARS:
+            # A long text said again word for word (a recap read out, intro videos played
+            # twice) is a replay, not a second use: it adds no evidence. Within a batch.
+            text = " ".join(turn.content.split())[:REPLAY_CHARS]  # a replay may end early
+            fingerprint = (audience_key(turn.visibility), text)
+            if fingerprint in self.replays:
+                return []
+            self.replays.add(fingerprint)
         found = observe(
             turn.content,
             ignore=self.roles,

@@ -384,3 +384,20 @@ def test_a_shouted_run_of_capitalised_words_longer_than_a_term_is_skipped(campai
         make_turn(campaign, round=1, content=f"{shout}. Beyond the Mirrorgate, fog."),
     )
     assert list(LoreEntry.objects.values_list("term", flat=True)) == ["Mirrorgate"]
+
+
+def test_a_long_turn_replayed_word_for_word_is_not_a_second_use(campaign):
+    # Within one hydration batch (an import's /checkpoint); turn-by-turn hydration does
+    # not look back for replays, to stay O(that turn).
+    recap = (
+        "Long ago the glasswright Corviel Anst sealed the vault beneath the orchard, and "
+        "ever since the villagers of the valley have left a lantern burning at its door "
+        "on the longest night, hoping the warden inside remembers their names and stays."
+    )
+    make_turn(campaign, round=1, content=recap)
+    make_turn(campaign, round=9, content=recap + " (played again)")
+    hydrate_experiment(experiment=campaign)
+    assert not LoreEntry.objects.filter(key="glasswright").exists()
+    later = make_turn(campaign, round=10, content="Nobody trusts a glasswright after dark.")
+    hydrate(later)
+    assert LoreEntry.objects.filter(key="glasswright").exists()

@@ -215,3 +215,17 @@ def test_a_word_derived_from_english_is_not_coined():
     assert _coined_word("grimwhist")
     assert not _coined_word("tavernkeepers") or not _coined_word("bartenderers")
     assert not _coined_word("bartenderers")  # "bartender" + -ers
+
+
+def test_an_idiom_of_everyday_words_is_not_a_coined_compound():
+    from context_engine.memory.vocabulary import is_coined_compound
+
+    assert not is_coined_compound("happy-go-lucky")
+    assert not is_coined_compound("run-of-the-mill")
+    assert is_coined_compound("salt-ghost")
+
+
+def test_a_rare_adjective_before_a_noun_is_not_a_rare_phrase():
+    keys = found("Vell gave us disdainful looks at the docks of Ombrith.")
+    assert "disdainful look" not in keys and "ombrith" in keys
+    assert "dwarven brunch" not in found("We all ate a dwarven brunch before noon.")
