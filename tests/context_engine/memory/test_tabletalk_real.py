@@ -173,7 +173,7 @@ def test_a_phrase_said_three_times_in_one_exchange_is_table_talk():
         (2, "I sign all the ration cards."),
     ]
     assert "ration card" not in admitted(turns)
-    assert "ration card" in admitted([(r, t) for r, (_, t) in zip((1, 4, 9), turns)])
+    assert "ration card" in admitted([(r, t) for r, (_, t) in zip((1, 4, 9), turns, strict=True)])
 
 
 @pytest.mark.parametrize(
