@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from campaigns.services.memory.batch import _near, _transposed
 from context_engine.memory.observe import (
     _coinable_pair,
     _coined_word,
@@ -124,22 +123,6 @@ def test_a_house_is_a_faction_even_when_you_go_there():
     assert found("I'm going to House Vellacourt to ask about wards.")["house vellacourt"] == (
         "faction"
     )
-
-
-# --- merging ----------------------------------------------------------------------------
-
-
-def test_a_transposed_spelling_merges_but_a_different_name_does_not():
-    assert _transposed("greymantle", "gerymantle")  # "Greypsine" for "Greyspine"
-    assert _transposed("marrowind", "marrowidn")
-    assert not _transposed("greymantle", "rgeymantle")  # the first letter is kept
-    assert not _transposed("corlavin", "corlivan")  # not two adjacent letters swapped
-    assert not _transposed("ashby", "ahsby")  # too short to be sure
-
-
-def test_a_family_and_its_manor_stay_two_entries():
-    assert not _near("ostrander manor", "ostrander")
-    assert _near("house ostrander", "ostrander")
 
 
 # --- phrases of ordinary words ----------------------------------------------------------
