@@ -150,6 +150,8 @@ def _hits_in_sentence(sentence: str, ignore: set[str]) -> list[tuple[str, bool]]
                 continue
             break
         i = j
+        if _ampersand(sentence, tokens, run[0], run[-1]):
+            continue  # "Geek & Sundry", "Dungeons & Dragons": a company or product
         words = [tokens[n].group() for n in run]
         at_start = initial(start)
         if at_start and _ignorable_initial(words):
@@ -163,9 +165,20 @@ def _hits_in_sentence(sentence: str, ignore: set[str]) -> list[tuple[str, bool]]
         term = " ".join(words)
         if term in ignore or term == "I" or is_table_phrase(term):
             continue
+        if len(words) > 1 and words[0] in ignore:
+            continue  # "Taliesin Jaffe" beside the role Taliesin: a person at the table
         if len(words) > 1 or _kind(words[0]) == "camel" or zipf(words[0]) < NAME_ZIPF:
             found.append((term, at_start))
     return found
+
+
+def _ampersand(sentence: str, tokens: list, first: int, last: int) -> bool:
+    """Is the run of tokens first..last joined to a neighbour by "&"?"""
+    before = sentence[tokens[first - 1].end() : tokens[first].start()] if first > 0 else ""
+    after = (
+        sentence[tokens[last].end() : tokens[last + 1].start()] if last + 1 < len(tokens) else ""
+    )
+    return before.strip() == "&" or after.strip() == "&"
 
 
 def _candidates_in_sentence(sentence: str, ignore: set[str]) -> list[str]:

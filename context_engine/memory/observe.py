@@ -18,12 +18,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from itertools import pairwise
 
 from context_engine.memory._text import sentences
 from context_engine.memory.extraction import _hits_in_sentence, _lower_runs, _qualifies, merge_key
-from context_engine.memory.tabletalk import is_table_word, strip_out_of_character
+from context_engine.memory.tabletalk import is_meta_talk, is_table_word, strip_out_of_character
 from context_engine.memory.vocabulary import (
     COMMON_ZIPF,
+    FACTION_WORDS,
     RARE_ZIPF,
     STOPWORDS,
     TITLES,
@@ -34,8 +36,12 @@ from context_engine.memory.vocabulary import (
 
 # Kinds, from the most lenient admission rule to the strictest.
 NAME, COMPOUND, PHRASE, WORD, COMMON = "name", "compound", "phrase", "word", "common"
-KIND_ORDER = (NAME, COMPOUND, PHRASE, WORD, COMMON)
+UNMARKED = "unmarked"  # two common words, never marked: "brass lung", "trust ledgers"
+KIND_ORDER = (NAME, COMPOUND, PHRASE, WORD, COMMON, UNMARKED)
 _RIGHT_TRIM_ZIPF = 4.5  # a phrase does not end in a word this common
+# A lowercase phrase is a coinage only around a word rarer than this: "arcane arts" (2.99)
+# or "ancient runes" are ordinary English, "mithral mine" and "ashfern tonic" are not.
+PHRASE_RARE_ZIPF = 2.5
 COMMON_USES = 3  # a coined phrase of common words must be used this many times
 
 _CAP_NAME = r"[A-Z][\w'’-]*(?:\s+(?:of\s+(?:the\s+)?|the\s+)?[A-Z][\w'’-]*)*"
@@ -44,9 +50,11 @@ _NAMED = re.compile(
     r"(?:the\s+)?(?P<name>" + _CAP_NAME + ")"
 )
 _PLACE_OF = re.compile(
-    r"\b(?:the|a)\s+(?P<noun>city|town|village|hamlet|port|capital|kingdom|realm|land|lands|"
-    r"isle|island|province|region|duchy|county|barony|valley|forest|fortress|citadel|"
-    r"empire|dominion|republic)\s+of\s+(?P<name>" + _CAP_NAME + ")"
+    r"\b(?:[Tt]he|[Aa]n?)\s+(?:[a-z][\w'’-]*\s+)?"  # "the ancient castle of", "the far-off city of"
+    r"(?P<noun>city|town|village|hamlet|port|capital|kingdom|realm|land|lands|"
+    r"isle|island|province|region|duchy|county|barony|valley|forest|fortress|citadel|castle|"
+    r"manor|empire|dominion|republic|tribe|clan|house|order|guild)\s+of\s+(?:the\s+)?"
+    r"(?P<name>" + _CAP_NAME + ")"
 )
 PLACE_NOUNS = frozenset(
     [
@@ -90,7 +98,18 @@ PLACE_NOUNS = frozenset(
     ]
 )
 FACTION_NOUNS = frozenset(
-    ["empire", "dominion", "republic", "guild", "order", "faction", "cult", "clan"]
+    [
+        "empire",
+        "dominion",
+        "republic",
+        "guild",
+        "order",
+        "faction",
+        "cult",
+        "clan",
+        "tribe",
+        "house",
+    ]
 )
 ITEM_NOUNS = frozenset(
     [
@@ -119,11 +138,14 @@ ITEM_NOUNS = frozenset(
         "cloak",
     ]
 )
+# Travel words: "to X" after them names a place. Plain "go/walk/come over to X" does not
+# ("walk over to Grog"), so those are left out.
 _MOTION = (
-    r"(?:go|goes|going|went|gone|travel\w*|ride|rode|riding|sail\w*|head\w*|return\w*|"
-    r"walk\w*|march\w*|move\w*|fly|flew|flee\w*|fled|journey\w*|come|came|coming|arriv\w*|"
-    r"back|bound|road|way|hail\w*|escap\w*|run|ran)"
+    r"(?:travel\w*|ride|rode|riding|sail\w*|head\w*|return\w*|march\w*|flee\w*|fled|"
+    r"journey\w*|arriv\w*|bound|road|way|hail\w*|escap\w*)"
 )
+# Any coming or going "from X" names where someone comes from: "They came from Gloomfen".
+_FROM = r"(?:go|goes|going|went|gone|come|comes|came|coming|walk\w*|run|ran|fly|flew|back)"
 _SPELL = r"(?:cast|casts|casting|spell|spells|incant\w*|invok\w*|summon\w*)"
 _ITEM = (
     r"(?:wield\w*|draw\w*|drew|carr\w*|hold\w*|held|pocket\w*|grab\w*|equip\w*|pick\w* up|"
@@ -153,14 +175,36 @@ def _cue(term: str, sentence: str) -> str | None:
     words = term.split()
     if term[:1].isupper() and words[0].lower() in TITLES and len(words) > 1:
         return "npc"
+    if term[:1].isupper() and words[0].lower() in FACTION_WORDS and len(words) > 1:
+        return "faction"  # "House Thunderbrand", "Order of the Ember"
     if re.search(
-        r"\b(?:in|at|into|inside|within|near|reach\w*|enter\w*)\s+(?:the\s+)?" + t + r"\b", sentence
+        r"\b(?:speak|speaks|spoke|speaking|fluent in|written in)\s+" + t + r"\b", sentence
+    ):
+        return "term"  # a language: "Pike speaks Dwarvish"
+    if len(words) == 1 and term[:1].isupper() and singular(term) != term:
+        # "the Carvers", "the Geometers": a plural name is a group wherever it stands
+        if re.search(r"\b" + t + r"\s+(?:are|were)\s+(?:the|a|an)\b", sentence):
+            return "faction"
+        return None
+    if re.search(
+        r"\b(?:in|at|into|inside|within|near|through|across|beyond|reach\w*|enter\w*)\s+"
+        r"(?:the\s+)?" + t + r"\b",
+        sentence,
     ):
         return "location"
     if re.search(
-        _MOTION + r"\s+(?:\w+\s+)?(?:to|from|toward|towards)\s+(?:the\s+)?" + t + r"\b", sentence
+        r"\b" + _MOTION + r"\s+(?:\w+\s+)?(?:to|from|toward|towards)\s+(?:the\s+)?" + t + r"\b",
+        sentence,
     ):
         return "location"
+    if re.search(r"\b" + _FROM + r"\s+(?:\w+\s+)?from\s+(?:the\s+)?" + t + r"\b", sentence):
+        return "location"
+    if re.search(
+        r"\b(?:heart|edge|outskirts|centre|center|streets|gates|walls|ruler|mayor)\s+of\s+"
+        r"(?:the\s+)?" + t + r"\b",
+        sentence,
+    ) or re.search(r"\bwhat(?:'s|’s| is)\s+called\s+(?:the\s+)?" + t + r"\b", sentence, re.I):
+        return "location"  # "in the heart of Draconia", "find what's called the Stone's Pillow"
     if re.search(
         _SPELL + r"\s+(?:a\s+|an\s+|the\s+|of\s+)?" + t + r"\b", sentence, re.I
     ) or re.search(t + r"\s+(?:spell|cantrip|ritual|incantation)\b", sentence, re.I):
@@ -176,6 +220,15 @@ def _cue(term: str, sentence: str) -> str | None:
     return None
 
 
+def _named_names(sentence: str) -> list[str]:
+    """The names naming patterns introduce in ``sentence``, as written."""
+    names = [m.group("name") for m in _PLACE_OF.finditer(sentence)]
+    names += [m.group("name") for m in _NAMED.finditer(sentence)]
+    names = [re.sub(r"['’]s$", "", name) for name in names]
+    # "named Lord and Lady Briarwood": a title alone names no one
+    return [name for name in names if name.lower() not in TITLES]
+
+
 def _naming(sentence: str) -> dict[str, str]:
     """merge key → category for names a naming pattern introduces in ``sentence``."""
     named: dict[str, str] = {}
@@ -184,6 +237,8 @@ def _naming(sentence: str) -> dict[str, str]:
         category = "faction" if noun in FACTION_NOUNS else "location"
         named.setdefault(merge_key(match.group("name")), category)
     for match in _NAMED.finditer(sentence):
+        if match.group("name").lower() in TITLES:
+            continue
         noun = (match.group("noun") or "").lower()
         if noun in PLACE_NOUNS:
             category = "location"
@@ -195,6 +250,10 @@ def _naming(sentence: str) -> dict[str, str]:
             category = "npc"
         named.setdefault(merge_key(match.group("name")), category)
     return named
+
+
+def _split(text: str) -> frozenset[str]:
+    return frozenset(text.split())
 
 
 @lru_cache(maxsize=65536)
@@ -215,7 +274,11 @@ def _phrases_in_sentence(sentence: str, known: frozenset[str]) -> list[tuple[str
         if 2 <= len(words) <= 3 and all(_content(w.strip("-")) for w in words):
             found.append((" ".join(words), COMMON))
     for run in _lower_runs(sentence):
-        has_rare = any(base_zipf(w) < RARE_ZIPF for w in run)
+        for first, second in pairwise(run):
+            second = re.sub(r"['’]s$", "", second)
+            if _coinable_pair(first, second):
+                found.append((f"{first} {second}", UNMARKED))
+        has_rare = any(base_zipf(w) < PHRASE_RARE_ZIPF for w in run)
         if not has_rare and not known:
             continue  # the common case: nothing in this run can be a phrase
         for size in (2, 3, 4):
@@ -224,7 +287,11 @@ def _phrases_in_sentence(sentence: str, known: frozenset[str]) -> list[tuple[str
                 phrase = tuple(words)
                 if any("-" in w for w in words):
                     continue  # a hyphenated compound is a candidate of its own
-                if has_rare and _qualifies(phrase) and min(base_zipf(w) for w in words) < RARE_ZIPF:
+                if (
+                    has_rare
+                    and _qualifies(phrase)
+                    and min(base_zipf(w) for w in words) < PHRASE_RARE_ZIPF
+                ):
                     while (
                         len(words) > 2
                         and zipf(words[0]) >= COMMON_ZIPF
@@ -241,13 +308,129 @@ def _phrases_in_sentence(sentence: str, known: frozenset[str]) -> list[tuple[str
                         words = words[:-1]  # "ashfern tonic burns" → "ashfern tonic"
                     if len(words) == 2 and "-" in words[0] and zipf(words[1]) >= _RIGHT_TRIM_ZIPF:
                         continue  # "trust-ledgers grow": the compound is the term
-                    if _qualifies(tuple(words)):
-                        found.append((" ".join(words), PHRASE))
+                    rare = [w for w in words if base_zipf(w) < PHRASE_RARE_ZIPF]
+                    if all(w in MODIFIERS or w.endswith(_ADJECTIVE) for w in rare):
+                        continue  # "dwarven brunch", "disdainful looks": a rare adjective
+                    if _qualifies(tuple(words)) and not set(words) & _PRONOUNS:
+                        found.append((" ".join(words), PHRASE))  # not "sigil under my cloak"
                 elif known and size <= 3 and all(_content(w) for w in words):
                     key = merge_key(" ".join(words))
                     if key in known:
                         found.append((" ".join(words), COMMON))
+    # A coined word inside a two-word term is that term ("ashfern tonic"); inside a
+    # looser phrase ("remembers the thalplix") it is a candidate of its own.
+    inside = {word for phrase, _ in found if len(phrase.split()) == 2 for word in phrase.split()}
+    for match in _LONE_LOWER.finditer(sentence):
+        word = match.group()
+        if word not in inside and _coined_word(word):
+            found.append((word, PHRASE))  # "the thalplix": a coined word, needs two turns
     return found
+
+
+# Unmarked coined phrases (issue 10, ask 4). Two adjacent lowercase content words may be
+# a coinage ("brass lung", "trust ledger"), used three times in three turns; ordinary
+# English pairs are kept out by the parts: an everyday modifier or quantity first ("good
+# luck", "next week", "ten minutes"), a generic or measuring head ("a little bit", "gold
+# pieces", "persuasion check"), or a very frequent word on either side ("make sure").
+MODIFIERS = _split(
+    """
+    good bad great big small little large huge tiny long short tall high low old new young
+    next last first second third final other same own whole full empty real true false right
+    left nice fine cool sure dark light black white red blue green grey gray brown golden
+    silver hot cold warm wet dry hard soft heavy quick fast slow early late main few many
+    much more most less least several enough every each certain single double one two three
+    four five six seven eight nine ten twenty hundred thousand half quarter poor rich free
+    open closed best better worse worst strange weird pretty beautiful huge entire only
+    total proper actual different common general local public private arcane magic magical
+    divine holy unholy sacred cursed evil demonic dwarven elven elvish human undead mystic
+    eldritch infernal celestial royal noble enchanted residential special major minor
+    ancient nearby outer inner upper lower central front back top bottom side middle distant
+    previous current recent future past whole lovely wonderful amazing awesome fantastic
+    terrible horrible ugly fancy famous loose broken cracked morning afternoon evening night
+    midnight dawn dusk noon summer winter autumn today
+    """
+)
+# Pronouns and adverbs that STOPWORDS leave out but that never start or end a coinage.
+_FUNCTION = _split(
+    """
+    anyone anybody anything everyone everybody everything someone somebody something nobody
+    nothing none else whether along around away across ever never always often already
+    together really quite rather somewhere anywhere everywhere nowhere
+    """
+)
+GENERIC_HEADS = _split(
+    """
+    time times way ways thing things stuff bit lot lots kind sort type part parts place
+    places people person guy guys one ones day days week weeks night nights morning evening
+    minute minutes hour hours year years moment moments second seconds feet foot mile miles
+    inch inches pound pounds piece pieces gold silver copper coin coins check checks roll
+    rolls save saves throw throws modifier bonus slot slots point points dice die level
+    levels round rounds turn turns action actions rest damage side sides end area areas room
+    rooms idea ideas question questions answer answers reason problem form forms shape shapes
+    """
+)
+_VERY_COMMON_PART = 5.5
+_ADJECTIVE = ("ial", "ical", "ous", "ive", "ful", "less", "able", "ible", "ary", "ing", "ish")
+
+
+_PRONOUNS = _split(
+    """
+    i me my mine you your yours he him his she her hers it its we us our
+    """
+)
+_PRONOUNS |= _split("they them their theirs myself yourself himself herself ourselves")
+_LONE_LOWER = re.compile(r"(?<![\w'’-])[a-z]{5,}(?![\w'’-])")
+
+
+@lru_cache(maxsize=65536)
+def _coined_word(word: str) -> bool:
+    """A lowercase word English does not have ("thalplix", "mithral"), nor derives from a
+    word it has ("barmaiders" from "barmaid")."""
+    if base_zipf(word) > 0 or is_table_word(word):
+        return False
+    for suffix in ("ers", "er", "ing", "ed", "s", "ish", "y"):
+        if word.endswith(suffix) and zipf(word[: -len(suffix)]) >= 2.0:
+            return False
+    return True
+
+
+def _verb_s(word: str) -> bool:
+    """A third-person verb rather than a plural noun: its -ed or -ing form is about"""
+    if not word.endswith("s") or word.endswith("ss") or len(word) < 4:
+        return False
+    stem = word[:-2] if word.endswith(("shes", "ches", "xes")) else word[:-1]
+    forms = [stem + "ed", stem + "ing"]
+    if stem.endswith("e"):
+        forms = [stem + "d", stem[:-1] + "ing"]
+    # as common as the -s form itself: "barks" (barking), "shows"; not "hearts", "lungs"
+    return max(zipf(forms[0]), zipf(forms[1])) >= zipf(word) - 0.4
+
+
+@lru_cache(maxsize=65536)
+def _coinable_pair(first: str, second: str) -> bool:
+    """Can ``first second`` be an unmarked coined phrase (see MODIFIERS above)?"""
+    if "-" in first or "-" in second or first == second or re.search(r"['’]", first):
+        return False  # compounds are their own candidates; "lung's valve" is a possessive
+    if first.endswith("s") and singular(first) != first and zipf(singular(first)) >= zipf(first):
+        return False  # "drinks dragon", "pulls chains": a verb or plural before a noun
+    if not (_content(first) and _content(second)) or {first, second} & _FUNCTION:
+        return False
+    if second.endswith(("ing", "ed")) or (
+        first.endswith(("ing", "ed", "en")) and zipf(first) >= RARE_ZIPF
+    ):
+        return False  # "driver humming", "marching song", "broken bridge": verb forms
+    if _verb_s(second):
+        return False  # "dog barks", "wind pulls": a subject and its verb
+    if first in MODIFIERS or second in MODIFIERS or singular(second) in GENERIC_HEADS:
+        return False
+    if first.endswith(_ADJECTIVE):
+        return False  # an adjective first: "official business", "dangerous place"
+    if second in GENERIC_HEADS or (first.endswith(("ing", "ed")) and zipf(first) >= COMMON_ZIPF):
+        return False  # "walking stick" is fine as a PHRASE only when rare; "looking guy" no
+    lowest = min(base_zipf(first), base_zipf(second))
+    if lowest < PHRASE_RARE_ZIPF:
+        return False  # a rare word: the PHRASE rule's business ("ashfern tonic")
+    return max(zipf(first), zipf(second)) < _VERY_COMMON_PART
 
 
 @lru_cache(maxsize=65536)
@@ -280,11 +463,20 @@ def observe(
     skip = set(ignore)
     stats: dict[str, dict] = {}
     text = strip_out_of_character(text)
+    if is_meta_talk(text):
+        return []  # talk about the show or the players: out of character as a whole
     for sentence in sentences(text):
         named = _naming(sentence)
         seen_here: set[str] = set()
         hits: list[tuple[str, bool, str]] = []
-        for term, at_start in _hits_in_sentence(sentence, skip):
+        found = _hits_in_sentence(sentence, skip)
+        found_keys = {merge_key(term) for term, _ in found}
+        for name in _named_names(sentence):
+            # A naming pattern introduces even an everyday word: "a cleric named Pike".
+            if merge_key(name) not in found_keys and name not in skip:
+                found.append((name, False))
+                found_keys.add(merge_key(name))
+        for term, at_start in found:
             if term[:1].isupper() or term.isupper():
                 single = len(term.split()) == 1 and "_" not in term and not term.isupper()
                 camel = single and re.search(r"[a-z][A-Z]", term) is not None
@@ -334,12 +526,19 @@ def observe(
     return [Observation(key=key, **values) for key, values in stats.items()]
 
 
-def admits(kind: str, *, mentions: int, turns: int, mid: int, named: bool) -> bool:
-    """Has a term with this much evidence earned a World Bible entry?"""
+def admits(kind: str, *, mentions: int, turns: int, mid: int, named: bool, rounds: int = 1) -> bool:
+    """Has a term with this much evidence earned a World Bible entry?
+
+    ``rounds``: how many rounds its uses span (first to last). An unmarked pair of common
+    words must recur across the story, not within one exchange ("comment cards" said
+    three times in a row is table talk; "brass lung" in rounds 1, 10 and 11 is a term).
+    """
     if named:
         return True
     if kind == COMMON:
         return mentions >= COMMON_USES
+    if kind == UNMARKED:
+        return mentions >= COMMON_USES and turns >= COMMON_USES and rounds >= 2
     if kind == PHRASE:
         return turns >= 2
     if kind == WORD:
@@ -368,7 +567,12 @@ class TermStats:
 
     def admitted(self) -> bool:
         return admits(
-            self.kind, mentions=self.mentions, turns=self.turns, mid=self.mid, named=self.named
+            self.kind,
+            mentions=self.mentions,
+            turns=self.turns,
+            mid=self.mid,
+            named=self.named,
+            rounds=self.last_round - self.first_round + 1,
         )
 
 
@@ -447,6 +651,7 @@ __all__ = [
     "COMPOUND",
     "NAME",
     "PHRASE",
+    "UNMARKED",
     "WORD",
     "Observation",
     "TermStats",

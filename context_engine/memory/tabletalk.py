@@ -145,7 +145,30 @@ BRANDS = frozenset(
         "fortnite",
         "chatgpt",
         "openai",
+        # Game systems and the shows around them, named when the table talks shop.
+        "pathfinder",
+        "starfinder",
+        "dungeons & dragons",
+        "dungeons and dragons",
+        "geek & sundry",
+        "vampire the masquerade",
+        "call of cthulhu",
+        "bafta",
+        "emmy",
+        "grammy",
     }
+)
+
+# Talk about the show, the stream or the people playing: a turn with one of these is
+# out of character as a whole (the cast's own names sit beside them, e.g. "My name is
+# <player>. I'm a voice actor.").
+META_TALK = re.compile(
+    r"\b(?:voice actors?|chat ?room|the chat|livestream\w*|on the stream|our stream|"
+    r"this episode|next episode|last episode|episodes|donations?|sponsor\w*|"
+    r"subscrib\w+|patreon|twitch|youtube|podcast|d&d|dungeons (?:&|and) dragons|"
+    r"(?:5th|fifth) edition|house[- ]rul\w+|character sheets?|the cameras?|cameraman|"
+    r"the mic|microphone|audio|tech problems?|our viewers|the viewers)\b",
+    re.IGNORECASE,
 )
 
 _ELONGATED = re.compile(r"([A-Za-z])\1\1")  # Nnnn, Helloooo, Ahhh, Sooo
@@ -160,6 +183,11 @@ def strip_out_of_character(text: str) -> str:
     text = _OOC_BRACKETS.sub(" ", text or "")
     text = _OOC_LINE.sub(" ", text)
     return _OOC_INLINE.sub("\n", text)
+
+
+def is_meta_talk(text: str) -> bool:
+    """Does ``text`` talk about the show, the stream or the players (out of character)?"""
+    return META_TALK.search(text or "") is not None
 
 
 def is_ooc_speaker(speaker: str) -> bool:

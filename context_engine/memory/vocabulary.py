@@ -144,6 +144,8 @@ def is_coined_compound(token: str) -> bool:
         return False
     if len(parts) > 2 and any(part in STOPWORDS for part in parts):
         return False  # jack-in-the-box, mother-in-law: idioms, not coinages
+    if len(parts) > 2 and all(zipf(part) >= 4.0 for part in parts):
+        return False  # happy-go-lucky, run-of-the-mill: idioms of everyday words
     head, tail = parts[0], parts[-1]
     if zipf("".join(parts)) >= 1.0:
         return False  # written closed too ("thankyou", "doublecheck"): everyday English
@@ -175,11 +177,12 @@ def guess_category(term: str, sentence: str = "") -> str:
         return "faction"
     if last in ARTIFACT_WORDS:
         return "artifact"
+    plural = len(words) == 1 and words[0].endswith("s") and singular(words[0]) != words[0]
+    if capitalised and not term.isupper() and plural:
+        return "faction"  # "the Geometers", "near the Carvers": a plural name is a group
     if capitalised and sentence and _location_context(term, sentence):
         return "location"
     if capitalised and not term.isupper() and len(words) == 1:
-        if words[0].endswith("s") and singular(words[0]) != words[0]:
-            return "faction"  # "the Geometers": a plural name is a group
         if re.search(r"[a-z][A-Z]", words[0]):
             return "term"  # CamelCase
         return "npc"

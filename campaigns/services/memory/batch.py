@@ -29,6 +29,7 @@ from context_engine.memory.observe import (
     observe,
 )
 from context_engine.memory.tabletalk import is_ooc_speaker
+from context_engine.memory.vocabulary import LOCATION_WORDS
 from context_engine.types import TurnView
 from context_engine.visibility import Visibility, audience_key, parse_stored_visibility
 
@@ -73,6 +74,7 @@ class EntryState:
     category: str = "term"
     definition: str = ""
     new: bool = False
+    cued: bool = False  # the category came from a cue, not a guess
     sources: list[int] = field(default_factory=list)
     changes: dict = field(default_factory=dict)
 
@@ -84,12 +86,34 @@ class EntryState:
         )
 
 
+REPLAY_CHARS = 200  # a turn this long, repeated verbatim, is a replay
+
+
 def _near(a: str, b: str) -> bool:
-    """One merge key's words appear as a contiguous run in the other's."""
+    """One merge key's words appear as a contiguous run in the other's, unless the longer
+    one adds a place word: "Greyspine Manor" is a house, not the Greyspine family."""
     small, big = sorted((a.split(), b.split()), key=len)
     if not small or len(small) == len(big):
         return False
-    return any(big[i : i + len(small)] == small for i in range(len(big) - len(small) + 1))
+    for i in range(len(big) - len(small) + 1):
+        if big[i : i + len(small)] == small:
+            extra = big[:i] + big[i + len(small) :]
+            return not any(word in LOCATION_WORDS for word in extra)
+    return False
+
+
+def _transposed(a: str, b: str) -> bool:
+    """A misheard or mistyped spelling: two adjacent letters swapped past the first
+    ("greypsine" for "greyspine"), in a word long enough for that to be unambiguous."""
+    if len(a) != len(b) or len(a) < 6 or a == b or a[0] != b[0]:
+        return False
+    diff = [i for i in range(len(a)) if a[i] != b[i]]
+    return (
+        len(diff) == 2
+        and diff[1] == diff[0] + 1
+        and a[diff[0]] == b[diff[1]]
+        and (a[diff[1]] == b[diff[0]])
+    )
 
 
 def _stats_of(row: VocabularyStat) -> TermStats:
@@ -127,6 +151,7 @@ class Batch:
     `flush` inside the transaction that holds the cursor lock."""
 
     def __init__(self, experiment, *, roles: list[str], dms: tuple[str, ...]):
+        self.replays: set[tuple[str, str]] = set()
         self.experiment = experiment
         self.roles = roles
         self.dms = dms
@@ -188,6 +213,14 @@ class Batch:
     def observe(self, turn: TurnView) -> list[Observation]:
         if is_ooc_speaker(turn.speaker):
             return []
+        if len(turn.content) >= REPLAY_CHARS:
+            # A long text said again word for word (a recap read out, intro videos played
+            # twice) is a replay, not a second use: it adds no evidence. Within a batch.
+            text = " ".join(turn.content.split())[:REPLAY_CHARS]  # a replay may end early
+            fingerprint = (audience_key(turn.visibility), text)
+            if fingerprint in self.replays:
+                return []
+            self.replays.add(fingerprint)
         found = observe(
             turn.content,
             ignore=self.roles,
@@ -206,6 +239,8 @@ class Batch:
         if key in entries:
             return entries[key]
         near = [state for other, state in entries.items() if _near(key, other)]
+        if not near:
+            near = [state for other, state in entries.items() if _transposed(key, other)]
         return near[0] if len(near) == 1 else None
 
     def _covering(self, visibility: Visibility, key: str) -> EntryState | None:
@@ -243,6 +278,9 @@ class Batch:
                     continue  # a broader entry already tells this audience about it
                 self._maybe_create(obs, turn)
             else:
+                if state.new and not state.cued and obs.cued and obs.key == state.key:
+                    # made in this batch from a guess; the first cue corrects it
+                    state.category, state.cued = obs.category, True
                 self._add_source(state, turn)
         self._invalidate(turn)
 
@@ -272,6 +310,7 @@ class Batch:
             category=evidence.category,
             definition=clip_words(evidence.sentence, DEFINITION_WORDS),
             new=True,
+            cued=evidence.cued,
             sources=sorted({*evidence.source_ids, turn.id}),
         )
         self._index(state)

@@ -9,6 +9,7 @@ from campaigns.selectors import lore_visible_to, viewer_for_role
 from campaigns.services.experiments import experiment_update
 from campaigns.services.lore import lore_create, lore_update
 from campaigns.services.memory import define_term, hydrate_experiment, hydrate_turn
+from campaigns.services.memory.batch import _near, _transposed
 from tests.campaigns.services.memory_support import use_gemini
 from tests.factories import make_turn
 
@@ -384,3 +385,33 @@ def test_a_shouted_run_of_capitalised_words_longer_than_a_term_is_skipped(campai
         make_turn(campaign, round=1, content=f"{shout}. Beyond the Mirrorgate, fog."),
     )
     assert list(LoreEntry.objects.values_list("term", flat=True)) == ["Mirrorgate"]
+
+
+def test_a_long_turn_replayed_word_for_word_is_not_a_second_use(campaign):
+    # Within one hydration batch (an import's /checkpoint); turn-by-turn hydration does
+    # not look back for replays, to stay O(that turn).
+    recap = (
+        "Long ago the glasswright Corviel Anst sealed the vault beneath the orchard, and "
+        "ever since the villagers of the valley have left a lantern burning at its door "
+        "on the longest night, hoping the warden inside remembers their names and stays."
+    )
+    make_turn(campaign, round=1, content=recap)
+    make_turn(campaign, round=9, content=recap + " (played again)")
+    hydrate_experiment(experiment=campaign)
+    assert not LoreEntry.objects.filter(key="glasswright").exists()
+    later = make_turn(campaign, round=10, content="Nobody trusts a glasswright after dark.")
+    hydrate(later)
+    assert LoreEntry.objects.filter(key="glasswright").exists()
+
+
+def test_a_transposed_spelling_merges_but_a_different_name_does_not():
+    assert _transposed("greymantle", "gerymantle")  # "Greypsine" for "Greyspine"
+    assert _transposed("marrowind", "marrowidn")
+    assert not _transposed("greymantle", "rgeymantle")  # the first letter is kept
+    assert not _transposed("corlavin", "corlivan")  # not two adjacent letters swapped
+    assert not _transposed("ashby", "ahsby")  # too short to be sure
+
+
+def test_a_family_and_its_manor_stay_two_entries():
+    assert not _near("ostrander manor", "ostrander")
+    assert _near("house ostrander", "ostrander")
