@@ -43,6 +43,7 @@ from django.utils import timezone
 from campaigns.adapters import llm_settings
 from campaigns.models import Experiment, Job, Participant, Turn
 from campaigns.services.context import pack_for_role
+from campaigns.services.relay_tools import answer_with_memory
 from campaigns.services.turns import turn_create
 from campaigns.services.validation import max_content_chars
 from context_engine.agent_output import ParsedTurn, parse_agent_output
@@ -309,28 +310,25 @@ class _Round:
 
     def _ask(self, step: Step, participant: Participant) -> list[ParsedTurn]:
         """Build the pack, call the model (with retries), parse. Outside any transaction."""
-        pack = pack_for_role(
-            experiment=self.experiment, role=participant.role, input_text=step_instruction(step)
-        )
+        instruction = step_instruction(step)
+        role = participant.role
+        pack = pack_for_role(experiment=self.experiment, role=role, input_text=instruction)
         try:
             client = client_for(participant.model, llm_settings())
         except ValueError as exc:
             raise _StepFailed(_describe(exc)) from exc
-        if is_offline(client):
-            text = OfflineAgent().respond(pack, step)
-        else:
-            messages = to_openai_messages(pack)
-            try:
-                text = call_with_retries(
-                    lambda: client.complete(messages),
-                    attempts=RETRY_ATTEMPTS,
-                    base_delay=_retry_base_delay(),
-                    sleep=_sleep,
-                )
-            except LLMError as exc:
-                raise _StepFailed(f"{type(exc).__name__}: {_describe(exc)}") from exc
+        # The memory tool (relay_tools): lookup lines run as this role, then one more call.
+        answer = answer_with_memory(
+            experiment=self.experiment,
+            role=role,
+            text=self._call(client, pack, step),
+            rebuild=lambda note: pack_for_role(
+                experiment=self.experiment, role=role, input_text=f"{instruction}\n\n{note}"
+            ),
+            ask=lambda again: self._call(client, again, step, looked_up=True),
+        )
         parsed = parse_agent_output(
-            text,
+            answer.text,
             speaker=participant.role,
             speaker_kind=participant.kind,
             roles=self.roles,
@@ -339,6 +337,22 @@ class _Round:
         if not parsed:
             raise _StepFailed("the model answered with no text")
         return parsed
+
+    def _call(self, client, pack, step: Step, *, looked_up: bool = False) -> str:
+        """One model call (with retries) for ``pack``; the offline agent answers locally."""
+        if is_offline(client):
+            tools = bool((self.experiment.config or {}).get("offline_agent_tools"))
+            return OfflineAgent(tools=tools).respond(pack, step, looked_up=looked_up)
+        messages = to_openai_messages(pack)
+        try:
+            return call_with_retries(
+                lambda: client.complete(messages),
+                attempts=RETRY_ATTEMPTS,
+                base_delay=_retry_base_delay(),
+                sleep=_sleep,
+            )
+        except LLMError as exc:
+            raise _StepFailed(f"{type(exc).__name__}: {_describe(exc)}") from exc
 
     def _clip(self, content: str) -> str:
         """Content over the experiment's limit is cut, saying so (never a failed write)."""

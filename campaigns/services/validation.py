@@ -29,7 +29,7 @@ _INT_KEYS: dict[str, tuple[int, int]] = {
     "window_turns": (1, 500),
 }
 TIERS = ("hot", "warm", "cold")
-_BOOL_KEYS = ("lend_unused_budget", "show_whisper_existence")
+_BOOL_KEYS = ("lend_unused_budget", "show_whisper_existence", "offline_agent_tools")
 _MODEL_KEYS = ("summarizer_model", "hydrator_model", "definer_model")
 CONFIG_DEFAULTS: dict[str, object] = {
     "strategy": "layered",

@@ -141,18 +141,38 @@ def retrieval_run(
     }
 
 
-def pinned_for_role(*, experiment_id: int, role: str, viewer: Viewer) -> tuple[list, list]:
-    """(turns, lore) the role pinned since its last own turn, re-read as ``viewer``."""
+def _live_pins(experiment_id: int, role: str):
+    """The role's pins made since its last own turn, newest first (one query)."""
     last_own = (
         Turn.objects.filter(experiment_id=experiment_id, speaker=role)
         .order_by("-seq")
         .values("seq")[:1]
     )
-    pins = RetrievalPin.objects.filter(
+    return RetrievalPin.objects.filter(
         experiment_id=experiment_id,
         role=role,
         seq__gte=Coalesce(Subquery(last_own), Value(0)),
-    ).order_by("-id")  # one query, and none more when nothing is pinned
+    ).order_by("-id")
+
+
+def pin_reasons(*, experiment_id: int, role: str) -> dict[str, str]:
+    """Item ref (``turn:ID`` / ``lore:ID``) → why it is pinned, for the inspector.
+
+    Only annotates: the inspector looks refs up for items already in the role's pack,
+    so an id the role may not read (never in its pack) is never shown.
+    """
+    reasons: dict[str, str] = {}
+    for pin in _live_pins(experiment_id, role)[:5]:
+        why = f"pinned by /{pin.command} “{pin.query}” (until {role}'s next turn)"
+        for prefix, ids in (("turn", pin.turn_ids), ("lore", pin.lore_ids)):
+            for item in ids:
+                reasons.setdefault(f"{prefix}:{item}", why)
+    return reasons
+
+
+def pinned_for_role(*, experiment_id: int, role: str, viewer: Viewer) -> tuple[list, list]:
+    """(turns, lore) the role pinned since its last own turn, re-read as ``viewer``."""
+    pins = _live_pins(experiment_id, role)  # one query, and none more when nothing is pinned
     turn_ids: list[int] = []
     lore_ids: list[int] = []
     for pin in pins[:5]:
