@@ -129,6 +129,31 @@ def content_error(form: forms.Form, message: str | list[str]) -> None:
     form.add_error("content", message)
 
 
+class RevealForm(forms.Form):
+    """Widen a turn's audience: tick the roles that should read it too, or everyone."""
+
+    add = forms.MultipleChoiceField(
+        label="Also reveal to", required=False, widget=forms.CheckboxSelectMultiple
+    )
+    everyone = forms.BooleanField(label="Everyone", required=False)
+
+    def __init__(self, *args, audience: list[str], roles: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.audience = audience
+        self.fields["add"].choices = _role_choices(r for r in roles if r not in audience)
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("everyone") and not data.get("add"):
+            self.add_error("add", "Tick at least one role, or Everyone.")
+        return data
+
+    def visibility(self) -> list[str] | None:
+        if self.cleaned_data["everyone"]:
+            return None
+        return sorted({*self.audience, *self.cleaned_data["add"]})
+
+
 class CommandForm(forms.Form):
     command = forms.ChoiceField(label="Command", choices=COMMANDS)
 

@@ -44,6 +44,7 @@ from campaigns.adapters import llm_settings
 from campaigns.models import Experiment, Job, Participant, Turn
 from campaigns.services.context import pack_for_role
 from campaigns.services.relay_tools import answer_with_memory
+from campaigns.services.reveals import secrets_reveal_due
 from campaigns.services.turns import turn_create
 from campaigns.services.validation import max_content_chars
 from context_engine.agent_output import ParsedTurn, parse_agent_output
@@ -230,9 +231,10 @@ class _Round:
         plan.append((ANSWER, self.dm))
         total = len(plan)
         # A round start opens the round: every pack of this round reads the new clock.
-        Experiment.objects.filter(pk=self.experiment.pk, current_round__lt=self.round).update(
+        if Experiment.objects.filter(pk=self.experiment.pk, current_round__lt=self.round).update(
             current_round=self.round
-        )
+        ):
+            secrets_reveal_due(experiment_id=self.experiment.pk, round_now=self.round)
         self.experiment.current_round = self.round
         _update_job(self.job.pk, result=self.result)
         for index, (kind, participant) in enumerate(plan):

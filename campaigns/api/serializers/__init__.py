@@ -23,9 +23,11 @@ from campaigns.api.serializers.memory import (
 )
 from campaigns.api.serializers.transcripts import TRANSCRIPT_IMPORT_SCHEMA, TranscriptSerializer
 from campaigns.api.serializers.turns import (
+    RevealSerializer,
     TurnCreateSerializer,
     TurnFilterSerializer,
     TurnSerializer,
+    VisibilityChangeSerializer,
 )
 
 __all__ = [
@@ -43,10 +45,12 @@ __all__ = [
     "ParticipantCreateSerializer",
     "ParticipantSerializer",
     "RetrievalResultSerializer",
+    "RevealSerializer",
     "StrictSerializer",
     "SummarySerializer",
     "TranscriptSerializer",
     "TurnCreateSerializer",
     "TurnFilterSerializer",
     "TurnSerializer",
+    "VisibilityChangeSerializer",
 ]

@@ -12,7 +12,7 @@ from campaigns.api.views.jobs import RoundView, TaskView
 from campaigns.api.views.lore import LoreDetailView, LoreListView
 from campaigns.api.views.memory import CommandView, ContextView, SummaryListView
 from campaigns.api.views.transcripts import ExportView, ImportView
-from campaigns.api.views.turns import TurnListView
+from campaigns.api.views.turns import TurnListView, TurnRevealView
 
 __all__ = [
     "ArenaView",
@@ -31,4 +31,5 @@ __all__ = [
     "SummaryListView",
     "TaskView",
     "TurnListView",
+    "TurnRevealView",
 ]

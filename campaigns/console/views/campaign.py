@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpResponse
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
@@ -15,6 +15,7 @@ from campaigns.console import access as console_access
 from campaigns.console.forms import (
     CommandForm,
     MemoryForm,
+    RevealForm,
     TurnForm,
     attach_errors,
     content_error,
@@ -24,6 +25,7 @@ from campaigns.models import Job, Turn
 from campaigns.services.memory import run_command
 from campaigns.services.memory.retrieval import RETRIEVAL_COMMANDS, retrieval_run
 from campaigns.services.relay import round_start
+from campaigns.services.reveals import turn_reveal
 from campaigns.services.turns import turn_create
 from context_engine.commands import retrieval_line
 
@@ -268,3 +270,37 @@ def job_progress(request, pk, job_id):
     if job_access.experiment.pk != access.experiment.pk:
         raise Http404("No such job in this campaign.")
     return _progress_response(request, access, job)
+
+
+@login_required
+@require_POST
+def turn_reveal_post(request, pk, tid):
+    """The timeline's "Reveal" action (owner and staff): widen one turn's audience through
+    the reveal service; answers the turn's row, re-rendered (with the field's error)."""
+    access = console_access.experiment_for(request, pk, write=True)
+    turn = Turn.objects.filter(experiment=access.experiment, pk=_int(tid) or 0).first()
+    if turn is None:
+        raise Http404("No such turn in this campaign.")
+    roles = console_access.roles_of(access)
+    audience = list(turn.visibility) if isinstance(turn.visibility, list) else []
+    form = RevealForm(request.POST, audience=audience, roles=roles)
+    if form.is_valid():
+        try:
+            turn_reveal(
+                experiment=access.experiment,
+                turn=turn,
+                visibility=form.visibility(),
+                user=request.user,
+            )
+        except ValidationError as exc:
+            attach_errors(form, exc)
+    if not form.errors and not request.htmx:
+        return redirect("console:campaign", pk=access.experiment.pk)
+    turn.refresh_from_db()
+    ctx = {"turn": turn, "can_edit": True, "speakers": roles, "experiment": access.experiment}
+    if form.errors:
+        ctx["reveal_form"] = form
+    response = render(
+        request, "campaigns/console/_turn_row.html", ctx, status=INVALID if form.errors else 200
+    )
+    return response if form.errors else trigger_client_event(response, TURNS_CHANGED)
