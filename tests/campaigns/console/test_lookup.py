@@ -96,3 +96,14 @@ def test_the_inspector_shows_pinned_items_with_their_reason(as_user, player, exp
     body = client.get(reverse("console:context", args=[exp.pk, "Thorin"])).content.decode()
     assert "pinned by /timeline “0..50”" in body
     assert FORBIDDEN["gm_note"] not in body
+
+
+def test_the_inspector_warns_when_pins_overflow_the_retrieval_budget(as_user, player, exp):
+    exp.config = {**(exp.config or {}), "budgets": {"retrieval": 20}}
+    exp.save(update_fields=["config"])
+    client = as_user(player)
+    inspector = reverse("console:context", args=[exp.pk, "Thorin"])
+    assert "over the retrieval budget" not in client.get(inspector).content.decode()
+    lookup(client, exp, "/timeline 0..50")
+    body = client.get(inspector).content.decode()
+    assert "over the retrieval budget of 20" in body
