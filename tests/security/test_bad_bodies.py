@@ -110,6 +110,7 @@ def filled(campaign, owner):
         "{lid}": str(entry.pk),
         "{role}": "DM",
         "{task_id}": str(job.pk),
+        "{tid}": str(turn.pk),
         "turn": turn,
     }
 

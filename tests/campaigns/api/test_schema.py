@@ -17,6 +17,7 @@ SPEC_OPERATIONS = {
     "/api/experiments/{id}/": {"get", "patch", "delete"},
     "/api/experiments/{id}/participants/": {"get", "post"},
     "/api/experiments/{id}/turns/": {"get", "post"},
+    "/api/experiments/{id}/turns/{tid}/reveal/": {"post"},
     "/api/experiments/{id}/lore/": {"get", "post"},
     "/api/experiments/{id}/lore/{lid}/": {"get", "patch"},
     "/api/experiments/{id}/summaries/": {"get"},
