@@ -30,6 +30,11 @@ urlpatterns = [
         name="api-participant",
     ),
     re_path(rf"{EXPERIMENT}/turns/$", views.TurnListView.as_view(), name="api-turns"),
+    re_path(
+        rf"{EXPERIMENT}/turns/(?P<tid>[^/]+)/reveal/$",
+        views.TurnRevealView.as_view(),
+        name="api-turn-reveal",
+    ),
     re_path(rf"{EXPERIMENT}/lore/$", views.LoreListView.as_view(), name="api-lore"),
     re_path(
         rf"{EXPERIMENT}/lore/(?P<lid>[^/]+)/$",

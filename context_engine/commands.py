@@ -17,6 +17,7 @@ The agent's own last two monologues are not transcript and survive both cuts.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from context_engine.types import ContextEventView, HistoryNeeds, PackConfig
@@ -113,3 +114,53 @@ def _needs(config: PackConfig, current_round: int) -> HistoryNeeds:
             cut_seq=cut_seq,
         )
     raise ValueError(f"Unknown strategy {strategy!r}.")
+
+
+# --- active retrieval lines (SPEC §5.8) ---------------------------------------------------
+# `/search QUERY`, `/lore TERM`, `/timeline FROM..TO` typed in the console's composer or
+# written by an agent as a line of its answer. Parsing is here (pure) so the console and
+# the relay's tool read them the same way; running them is `campaigns…retrieval`.
+
+RETRIEVAL_COMMANDS = ("search", "lore", "timeline")
+_COMMAND_LINE = re.compile(r"^\s*/([A-Za-z]+)(?:[ \t]+(.*?))?\s*$")
+
+
+@dataclass(frozen=True)
+class RetrievalLine:
+    command: str  # search | lore | timeline, or the unknown word as typed
+    query: str
+
+    @property
+    def known(self) -> bool:
+        return self.command in RETRIEVAL_COMMANDS
+
+
+def retrieval_line(text: str) -> RetrievalLine | None:
+    """``/word rest`` as a command line (``None`` for ordinary text).
+
+    Only a single line that starts with ``/`` and a word counts, so prose that merely
+    contains a slash ("and/or") is never taken for a command.
+    """
+    if "\n" in text.strip():
+        return None
+    match = _COMMAND_LINE.match(text)
+    if not match:
+        return None
+    return RetrievalLine(match.group(1).lower(), " ".join((match.group(2) or "").split()))
+
+
+def split_retrieval_lines(text: str) -> tuple[tuple[RetrievalLine, ...], str]:
+    """An agent's answer as (its known retrieval command lines, the rest of its text).
+
+    Every known command line is taken out wherever it stands, so a command is never
+    stored as (part of) a turn; other lines are kept exactly as written.
+    """
+    commands: list[RetrievalLine] = []
+    rest: list[str] = []
+    for line in text.splitlines():
+        parsed = retrieval_line(line)
+        if parsed is not None and parsed.known:
+            commands.append(parsed)
+        else:
+            rest.append(line)
+    return tuple(commands), "\n".join(rest)

@@ -79,8 +79,21 @@ DM_FORMAT = (
 )
 
 
+MEMORY_TOOL = (
+    "Memory lookup (optional, once per step): instead of answering, reply with only lines "
+    "'/search QUERY', '/lore TERM' or '/timeline FROM..TO' (round numbers). You then get "
+    "this request again with what you may read of the results under 'Retrieved memories', "
+    "and give your real answer. Lookup lines are never shown to anyone."
+)
+
+
 def step_instruction(step: Step) -> str:
-    """The pack input for one step: what to do now, then the answer format."""
+    """The pack input for one step: what to do now, the answer format, and the memory
+    tool (`campaigns.services.relay_tools` runs the lookup lines an agent sends)."""
+    return f"{_step_task(step)}\n\n{MEMORY_TOOL}"
+
+
+def _step_task(step: Step) -> str:
     if step.kind == NARRATE:
         cast = ", ".join(step.players) or "the players"
         task = (
@@ -179,7 +192,15 @@ class OfflineAgent:
     offline = True
     model = "offline"
 
-    def respond(self, pack: Pack, step: Step) -> str:
+    def __init__(self, *, tools: bool = False):
+        self.tools = tools
+
+    def respond(self, pack: Pack, step: Step, *, looked_up: bool = False) -> str:
+        """The answer to ``pack``. With ``tools`` (the experiment's ``offline_agent_tools``)
+        the DM first asks for this round's timeline before answering whispers, so the
+        relay's memory tool runs offline too; ``looked_up`` is the second call."""
+        if self.tools and step.kind == ANSWER and not looked_up:
+            return f"/timeline {step.round}..{step.round}"
         seed = pack_fingerprint(pack)
         if step.kind == NARRATE:
             cast = ", ".join(step.players) or "the party"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from context_engine import textops, tokens
+from context_engine import strain, textops, tokens
 from context_engine.lines import Entry, lore_line, turn_entry
 from context_engine.state import field_line
 from context_engine.trimming import Line, assemble
@@ -152,3 +152,29 @@ def section(name: str, budget: int, hits: list[Hit]) -> tuple[Section, list[Trim
 
 def need(hits: list[Hit]) -> int:
     return (textops.count(HEADER) + 1 + sum(h.cost for h in hits)) if hits else 0
+
+
+def pin_warnings(
+    hits: list[Hit], pinned: int, untrimmed: int, total_budget: int, retrieval_budget: int
+) -> list[str]:
+    """Warnings when a role's own /search, /lore or /timeline results (the first
+    ``pinned`` of ``hits``, as `rank` orders them) overflow the retrieval budget or raise
+    the pack's strain tier. Only the role's readable snippets are measured, so the
+    warning says nothing about anything it may not read."""
+    if pinned <= 0 or not hits:
+        return []
+    own = hits[:pinned]
+    warnings = []
+    own_need = need(own)
+    if own_need > retrieval_budget:
+        warnings.append(
+            f"Pinned retrieval needs {own_need} tokens, over the retrieval budget of "
+            f"{retrieval_budget}: the lowest-ranked pinned snippets are cut."
+        )
+    without = untrimmed - need(hits) + need(hits[pinned:])
+    before, after = strain.tier(without, total_budget), strain.tier(untrimmed, total_budget)
+    if strain.TIERS.index(after) > strain.TIERS.index(before):
+        warnings.append(
+            f"Pinned retrieval ({own_need} tokens) raises memory strain from {before} to {after}."
+        )
+    return warnings

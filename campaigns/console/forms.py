@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.forms.utils import ErrorDict
 
 from campaigns.models import LoreEntry, Turn
 
@@ -109,6 +110,48 @@ class NoteForm(forms.Form):
 
 class NoteEditForm(forms.Form):
     content = forms.CharField(label="Note text", widget=forms.Textarea(attrs={"rows": 3}))
+
+
+class MemoryForm(forms.Form):
+    """The composer while an owner views as a role: only memory lookups for that role."""
+
+    content = forms.CharField(
+        label="Look up (/search QUERY, /lore TERM, /timeline FROM..TO)",
+        widget=forms.TextInput(attrs={"placeholder": "/search the sealed door"}),
+    )
+    as_role = forms.CharField(widget=forms.HiddenInput, required=False)
+
+
+def content_error(form: forms.Form, message: str | list[str]) -> None:
+    """Show ``message`` on the composer's text field only (a lookup has no other fields)."""
+    form.full_clean()
+    form._errors = ErrorDict()
+    form.add_error("content", message)
+
+
+class RevealForm(forms.Form):
+    """Widen a turn's audience: tick the roles that should read it too, or everyone."""
+
+    add = forms.MultipleChoiceField(
+        label="Also reveal to", required=False, widget=forms.CheckboxSelectMultiple
+    )
+    everyone = forms.BooleanField(label="Everyone", required=False)
+
+    def __init__(self, *args, audience: list[str], roles: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.audience = audience
+        self.fields["add"].choices = _role_choices(r for r in roles if r not in audience)
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("everyone") and not data.get("add"):
+            self.add_error("add", "Tick at least one role, or Everyone.")
+        return data
+
+    def visibility(self) -> list[str] | None:
+        if self.cleaned_data["everyone"]:
+            return None
+        return sorted({*self.audience, *self.cleaned_data["add"]})
 
 
 class CommandForm(forms.Form):

@@ -21,6 +21,11 @@ urlpatterns = [
     path("campaigns/<str:pk>/", campaign.campaign, name="campaign"),
     path("campaigns/<str:pk>/turns/", campaign.turn_post, name="turn_post"),
     path("campaigns/<str:pk>/commands/", campaign.command_post, name="command_post"),
+    path(
+        "campaigns/<str:pk>/turns/<str:tid>/reveal/",
+        campaign.turn_reveal_post,
+        name="turn_reveal",
+    ),
     path("campaigns/<str:pk>/jobs/<str:job_id>/", campaign.job_progress, name="job"),
     path("campaigns/<str:pk>/whispers/", whispers.whispers, name="whispers"),
     path("campaigns/<str:pk>/whispers/post/", whispers.whisper_post, name="whisper_post"),

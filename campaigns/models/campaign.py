@@ -276,6 +276,14 @@ class VisibilityChange(models.Model):
 
     class Meta:
         ordering = ["experiment_id", "id"]
+        constraints = [
+            # A secret is revealed once: the clock passing reveal_round records it once.
+            models.UniqueConstraint(
+                fields=["participant"],
+                condition=models.Q(participant__isnull=False),
+                name="one_reveal_per_secret",
+            ),
+        ]
 
     def __str__(self) -> str:
         target = f"turn {self.turn_id}" if self.turn_id else f"participant {self.participant_id}"

@@ -59,6 +59,8 @@ from campaigns.adapters import llm_settings
 from campaigns.models import Experiment, Job, Participant, RoundStep, Turn
 from campaigns.selectors_usage import usage_summary
 from campaigns.services.context import pack_for_role
+from campaigns.services.relay_tools import answer_with_memory
+from campaigns.services.reveals import secrets_reveal_due
 from campaigns.services.turns import turn_create
 from campaigns.services.usage import (
     model_call_complete,
@@ -429,9 +431,11 @@ class _Round:
         The Job records the round in the same transaction, so a resumed run plays the
         same round."""
         with transaction.atomic():
-            Experiment.objects.filter(pk=self.experiment.pk, current_round__lt=self.round).update(
-                current_round=self.round
-            )
+            opened = Experiment.objects.filter(
+                pk=self.experiment.pk, current_round__lt=self.round
+            ).update(current_round=self.round)
+            if opened:  # secrets whose reveal round has now passed are revealed once
+                secrets_reveal_due(experiment_id=self.experiment.pk, round_now=self.round)
             _update_job(self.job.pk, result=self.result)
         self.experiment.current_round = max(self.experiment.current_round, self.round)
 
@@ -631,16 +635,43 @@ class _Round:
 
     def _ask(self, step: Step, participant: Participant) -> list[ParsedTurn]:
         """Build the pack, call the model (with retries), parse. Outside any transaction."""
-        pack = pack_for_role(
-            experiment=self.experiment, role=participant.role, input_text=step_instruction(step)
-        )
+        instruction = step_instruction(step)
+        role = participant.role
+        pack = pack_for_role(experiment=self.experiment, role=role, input_text=instruction)
         try:
             client = client_for(participant.model, llm_settings())
         except ValueError as exc:
             raise _StepFailed(_describe(exc)) from exc
+        # The memory tool (relay_tools): lookup lines run as this role, then one more call.
+        answer = answer_with_memory(
+            experiment=self.experiment,
+            role=role,
+            text=self._call(client, pack, step, participant),
+            rebuild=lambda note: pack_for_role(
+                experiment=self.experiment, role=role, input_text=f"{instruction}\n\n{note}"
+            ),
+            ask=lambda again: self._call(client, again, step, participant, looked_up=True),
+        )
+        parsed = parse_agent_output(
+            answer.text,
+            speaker=participant.role,
+            speaker_kind=participant.kind,
+            roles=self.roles,
+            dm_roles=self.dm_roles,
+        )
+        if not parsed:
+            raise _StepFailed("the model answered with no text")
+        return parsed
+
+    def _call(
+        self, client, pack, step: Step, participant: Participant, *, looked_up: bool = False
+    ) -> str:
+        """One model call (with retries) for ``pack``, its usage recorded (`ModelCall`);
+        the offline agent answers locally. The call after a memory lookup is keyed apart."""
         messages = to_openai_messages(pack)
         if is_offline(client):
-            text = OfflineAgent().respond(pack, step)
+            tools = bool((self.experiment.config or {}).get("offline_agent_tools"))
+            text = OfflineAgent(tools=tools).respond(pack, step, looked_up=looked_up)
             used = offline_usage(messages, text)
         else:
             retry = partial(
@@ -662,10 +693,11 @@ class _Round:
             except LLMError as exc:
                 raise _StepFailed(f"{type(exc).__name__}: {_describe(exc)}") from exc
             text, used = completion.text, completion.usage
+        key = step_key(round=self.round, step=step.kind, role=participant.role)
         model_call_note(
             experiment=self.experiment,
             job=self.job,
-            key=step_key(round=self.round, step=step.kind, role=participant.role),
+            key=f"{key}:lookup" if looked_up else key,
             round=self.round,
             role=participant.role,
             step=step.kind,
@@ -673,16 +705,7 @@ class _Round:
             messages=messages,
             usage=used,
         )
-        parsed = parse_agent_output(
-            text,
-            speaker=participant.role,
-            speaker_kind=participant.kind,
-            roles=self.roles,
-            dm_roles=self.dm_roles,
-        )
-        if not parsed:
-            raise _StepFailed("the model answered with no text")
-        return parsed
+        return text
 
     def _clip(self, content: str) -> str:
         """Content over the experiment's limit is cut, saying so (never a failed write)."""

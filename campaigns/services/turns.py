@@ -8,6 +8,7 @@ from django.db.models import Max
 
 from campaigns.models import Experiment, Turn
 from campaigns.services.memory import commands as memory_commands
+from campaigns.services.reveals import secrets_reveal_due
 from campaigns.services.validation import (
     clean_content,
     clean_kind,
@@ -129,6 +130,7 @@ def turn_create(
     if turn.round > locked.current_round:
         Experiment.objects.filter(pk=locked.pk).update(current_round=turn.round)
         experiment.current_round = turn.round
+        secrets_reveal_due(experiment_id=locked.pk, round_now=turn.round)  # ask 7: re-derive
     # Memory work (hydrator; summarizer when a round just finished) runs after commit.
     memory_commands.after_turn_created(turn=turn, previous_round=last["round"])
     return turn

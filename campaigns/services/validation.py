@@ -31,7 +31,7 @@ _INT_KEYS: dict[str, tuple[int, int]] = {
     "human_timeout_s": (10, 7 * 24 * 3600),  # a human's turn: 10 s to a week
 }
 TIERS = ("hot", "warm", "cold")
-_BOOL_KEYS = ("lend_unused_budget", "show_whisper_existence")
+_BOOL_KEYS = ("lend_unused_budget", "show_whisper_existence", "offline_agent_tools")
 _MODEL_KEYS = ("summarizer_model", "hydrator_model", "definer_model")
 CONFIG_DEFAULTS: dict[str, object] = {
     "strategy": "layered",

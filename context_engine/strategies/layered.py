@@ -203,6 +203,9 @@ def build(inp: PackInput, view: View) -> Draft:
     )
     tier = strain.tier(untrimmed, config.total_budget)
     draft.untrimmed, draft.strain = untrimmed, tier
+    draft.warnings += retrieval.pin_warnings(
+        untrimmed_hits, len(view.pinned), untrimmed, config.total_budget, config.budget("retrieval")
+    )
     window, anchors, recapped, strain_events = apply_strain(tier, window, anchors, protected)
     draft.events += strain_events
 

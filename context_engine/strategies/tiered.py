@@ -160,6 +160,9 @@ def build(inp: PackInput, view: View) -> Draft:
     )
     tier = strain.tier(draft.untrimmed, config.total_budget)
     draft.strain = tier
+    draft.warnings += retrieval.pin_warnings(
+        hits, len(view.pinned), draft.untrimmed, config.total_budget, config.budget("retrieval")
+    )
 
     def run(result):
         section, events, warnings = result

@@ -33,3 +33,15 @@ def test_bench_import_reports_throughput_against_tiktoken_and_keeps_nothing():
     assert "30 turns" in out.getvalue()
     assert "of raw tiktoken" in out.getvalue()
     assert Experiment.objects.count() == 0
+
+
+def test_bench_retrieval_prints_a_row_per_size_and_keeps_nothing():
+    from campaigns.models import RetrievalPin
+
+    out = StringIO()
+    call_command("bench_retrieval", sizes=[40], repeats=1, stdout=out)
+    lines = out.getvalue().splitlines()
+    assert "search ms" in lines[1] and "round+tool ms" in lines[1]
+    row = lines[-1].split()
+    assert row[0] == "40" and len(row) == 10
+    assert Experiment.objects.count() == 0 and RetrievalPin.objects.count() == 0

@@ -111,6 +111,7 @@ def filled(campaign, owner):
         "{pid}": str(campaign.participants.get(role="DM").pk),
         "{role}": "DM",
         "{task_id}": str(job.pk),
+        "{tid}": str(turn.pk),
         "turn": turn,
     }
 

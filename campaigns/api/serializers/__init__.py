@@ -24,9 +24,11 @@ from campaigns.api.serializers.memory import (
 )
 from campaigns.api.serializers.transcripts import TRANSCRIPT_IMPORT_SCHEMA, TranscriptSerializer
 from campaigns.api.serializers.turns import (
+    RevealSerializer,
     TurnCreateSerializer,
     TurnFilterSerializer,
     TurnSerializer,
+    VisibilityChangeSerializer,
 )
 
 __all__ = [
@@ -45,10 +47,12 @@ __all__ = [
     "ParticipantSerializer",
     "ParticipantUpdateSerializer",
     "RetrievalResultSerializer",
+    "RevealSerializer",
     "StrictSerializer",
     "SummarySerializer",
     "TranscriptSerializer",
     "TurnCreateSerializer",
     "TurnFilterSerializer",
     "TurnSerializer",
+    "VisibilityChangeSerializer",
 ]

@@ -15,7 +15,7 @@ from campaigns.api.serializers.base import (
     round_field,
     text_field,
 )
-from campaigns.models import Turn
+from campaigns.models import Turn, VisibilityChange
 
 
 class TurnSerializer(serializers.ModelSerializer):
@@ -71,3 +71,23 @@ class TurnFilterSerializer(serializers.Serializer):
 
     round = serializers.IntegerField(min_value=0, max_value=MAX_ROUND, required=False)
     kind = serializers.ChoiceField(choices=Turn.Kind.choices, required=False)
+
+
+class RevealSerializer(StrictSerializer):
+    visibility = AudienceField(
+        allow_null=True,
+        help_text=(
+            "The turn's new, wider audience: every role that reads it now plus at least one "
+            "more, or null for everyone."
+        ),
+    )
+
+
+class VisibilityChangeSerializer(serializers.ModelSerializer):
+    old_visibility = RoleListOutField(read_only=True)
+    new_visibility = RoleListOutField(read_only=True)
+
+    class Meta:
+        model = VisibilityChange
+        fields = ["id", "turn", "old_visibility", "new_visibility", "round", "created_at"]
+        read_only_fields = fields

@@ -13,7 +13,7 @@ from campaigns.api.views.jobs import RoundView, TaskView
 from campaigns.api.views.lore import LoreDetailView, LoreListView
 from campaigns.api.views.memory import CommandView, ContextView, SummaryListView
 from campaigns.api.views.transcripts import ExportView, ImportView
-from campaigns.api.views.turns import TurnListView
+from campaigns.api.views.turns import TurnListView, TurnRevealView
 from campaigns.api.views.usage import UsageView
 
 __all__ = [
@@ -34,5 +34,6 @@ __all__ = [
     "SummaryListView",
     "TaskView",
     "TurnListView",
+    "TurnRevealView",
     "UsageView",
 ]

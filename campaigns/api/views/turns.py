@@ -5,16 +5,24 @@ from __future__ import annotations
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from campaigns import selectors
-from campaigns.api.access import check_turn_post, get_experiment_for, reading_viewer
+from campaigns.api.access import check_turn_post, get_experiment_for, parse_id, reading_viewer
 from campaigns.api.examples import TURN_EXAMPLES
-from campaigns.api.serializers import TurnCreateSerializer, TurnFilterSerializer, TurnSerializer
+from campaigns.api.serializers import (
+    RevealSerializer,
+    TurnCreateSerializer,
+    TurnFilterSerializer,
+    TurnSerializer,
+    VisibilityChangeSerializer,
+)
 from campaigns.api.serializers.base import MAX_ROUND
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
 from campaigns.models import Turn
 from campaigns.services.relay import human_turn_create
+from campaigns.services.reveals import turn_reveal
 
 
 @extend_schema(parameters=[EXPERIMENT_ID])
@@ -71,3 +79,29 @@ class TurnListView(ApiView):
             **data,
         )
         return Response(TurnSerializer(turn).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(
+    parameters=[EXPERIMENT_ID, OpenApiParameter("tid", OpenApiTypes.INT, OpenApiParameter.PATH)]
+)
+class TurnRevealView(ApiView):
+    serializer_class = VisibilityChangeSerializer
+
+    @extend_schema(request=RevealSerializer, responses={201: VisibilityChangeSerializer})
+    def post(self, request, id, tid):
+        """Reveal: widen one turn's audience (owner and staff). Recorded as a visibility
+        change; lore and digests are re-derived for the new audience in the background."""
+        access = get_experiment_for(request.user, id, write=True)
+        turn = Turn.objects.filter(
+            experiment=access.experiment, pk=parse_id(tid, what="Turn")
+        ).first()
+        if turn is None:
+            raise NotFound("Turn not found.")
+        data = validated(RevealSerializer, request.data)
+        change = turn_reveal(
+            experiment=access.experiment,
+            turn=turn,
+            visibility=data["visibility"],
+            user=request.user,
+        )
+        return Response(VisibilityChangeSerializer(change).data, status=status.HTTP_201_CREATED)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpResponse
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
@@ -14,12 +14,22 @@ from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from campaigns import selectors
 from campaigns.console import access as console_access
-from campaigns.console.forms import CommandForm, TurnForm, attach_errors
+from campaigns.console.forms import (
+    CommandForm,
+    MemoryForm,
+    RevealForm,
+    TurnForm,
+    attach_errors,
+    content_error,
+)
 from campaigns.console.views.base import INVALID, campaign_context, login_required, page
 from campaigns.models import Job, Turn
 from campaigns.services import relay
 from campaigns.services.memory import run_command
+from campaigns.services.memory.retrieval import RETRIEVAL_COMMANDS, retrieval_run
 from campaigns.services.relay import human_turn_create, round_start
+from campaigns.services.reveals import turn_reveal
+from context_engine.commands import retrieval_line
 
 PAGE_SIZE = 50
 TEMPLATE = "campaigns/console/campaign.html"
@@ -143,10 +153,19 @@ def _waiting(request, access, form) -> dict:
     return {"waiting": waiting, "your_turn": your_turn}
 
 
-def _context(request, access, viewer, as_role, *, form=None, params=None):
+def _memory_form(access, as_role: str, data=None) -> MemoryForm | None:
+    """While an owner views as a role, the composer only looks things up for that role."""
+    if not (access.can_edit and as_role):
+        return None
+    return MemoryForm(data, initial={"as_role": as_role})
+
+
+def _context(request, access, viewer, as_role, *, form=None, params=None, memory_form=None):
     ctx = campaign_context(access, viewer, as_role=as_role, active="console:campaign")
     ctx.update(timeline(experiment=access.experiment, viewer=viewer, params=params or request.GET))
     ctx["form"] = form if form is not None else _composer(access, viewer)
+    ctx["memory_form"] = memory_form or _memory_form(access, as_role)
+    ctx["lookup_role"] = as_role or (ctx["form"].speaker if ctx["form"] else "")
     ctx["command_form"] = CommandForm() if access.can_edit else None
     ctx.update(_waiting(request, access, ctx["form"]))
     ctx["speakers"] = console_access.roles_of(access)
@@ -183,6 +202,9 @@ def turn_post(request, pk):
     form = _composer(access, viewer, request.POST)
     if form is None:
         raise PermissionDenied("You read this campaign; you do not post in it.")
+    line = retrieval_line(request.POST.get("content", ""))
+    if line is not None:
+        return _lookup(request, access, form, line)
     if form.is_valid():
         data = {
             "speaker": form.speaker,
@@ -210,6 +232,58 @@ def turn_post(request, pk):
     ctx = _context(request, access, viewer, "")
     response = page(request, TEMPLATE, ctx, partial="composer")
     return trigger_client_event(response, TURNS_CHANGED)
+
+
+def _lookup_viewer(request, access, form):
+    """Whom a lookup runs as: an owner as the role viewed (``as_role``) or the role they
+    post as; anyone else only as themselves (their own viewer, whatever they send)."""
+    if not access.can_edit:
+        return access.viewer, ""
+    as_role = request.POST.get("as_role", "").strip()
+    try:
+        viewer = selectors.viewer_for_role(
+            experiment=access.experiment, role=as_role or form.speaker
+        )
+    except selectors.UnknownRole:
+        raise Http404("No such role in this campaign.") from None
+    return viewer, as_role
+
+
+def _lookup(request, access, form, line):
+    """``/search``, ``/lore`` or ``/timeline`` typed into the composer: answered at once
+    with the snippets pinned for that role's next pack (only what the role may read)."""
+    viewer, as_role = _lookup_viewer(request, access, form)
+    memory_form = _memory_form(access, as_role, request.POST)
+    shown = memory_form or form
+    result = None
+    if not line.known:
+        commands = ", ".join(f"/{name}" for name in RETRIEVAL_COMMANDS)
+        content_error(shown, f"Unknown command /{line.command}; memory lookups are {commands}.")
+    else:
+        try:
+            result = retrieval_run(
+                experiment=access.experiment,
+                viewer=viewer,
+                command=line.command,
+                query=line.query,
+                user=request.user,
+            )
+        except ValidationError as exc:
+            messages = exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages}
+            content_error(shown, [m for msgs in messages.values() for m in msgs])
+    read_as = access.viewer if not as_role else viewer
+    ctx = _context(
+        request,
+        access,
+        read_as,
+        as_role,
+        form=None if memory_form or result else form,
+        memory_form=None if result else memory_form,
+    )
+    ctx["lookup"] = result
+    ctx["lookup_role"] = viewer.role
+    status = 200 if result is not None else INVALID
+    return page(request, TEMPLATE, ctx, partial="composer", status=status)
 
 
 @login_required
@@ -255,3 +329,37 @@ def job_progress(request, pk, job_id):
     if job_access.experiment.pk != access.experiment.pk:
         raise Http404("No such job in this campaign.")
     return _progress_response(request, access, job)
+
+
+@login_required
+@require_POST
+def turn_reveal_post(request, pk, tid):
+    """The timeline's "Reveal" action (owner and staff): widen one turn's audience through
+    the reveal service; answers the turn's row, re-rendered (with the field's error)."""
+    access = console_access.experiment_for(request, pk, write=True)
+    turn = Turn.objects.filter(experiment=access.experiment, pk=_int(tid) or 0).first()
+    if turn is None:
+        raise Http404("No such turn in this campaign.")
+    roles = console_access.roles_of(access)
+    audience = list(turn.visibility) if isinstance(turn.visibility, list) else []
+    form = RevealForm(request.POST, audience=audience, roles=roles)
+    if form.is_valid():
+        try:
+            turn_reveal(
+                experiment=access.experiment,
+                turn=turn,
+                visibility=form.visibility(),
+                user=request.user,
+            )
+        except ValidationError as exc:
+            attach_errors(form, exc)
+    if not form.errors and not request.htmx:
+        return redirect("console:campaign", pk=access.experiment.pk)
+    turn.refresh_from_db()
+    ctx = {"turn": turn, "can_edit": True, "speakers": roles, "experiment": access.experiment}
+    if form.errors:
+        ctx["reveal_form"] = form
+    response = render(
+        request, "campaigns/console/_turn_row.html", ctx, status=INVALID if form.errors else 200
+    )
+    return response if form.errors else trigger_client_event(response, TURNS_CHANGED)

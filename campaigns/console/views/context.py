@@ -17,6 +17,7 @@ from campaigns.console.forms import InspectorForm
 from campaigns.console.views.base import campaign_context, login_required, page
 from campaigns.models import LoreEntry
 from campaigns.services.context import pack_for_role
+from campaigns.services.memory.retrieval import pin_reasons
 from context_engine.render import to_genai, to_openai_messages
 from context_engine.strain import NOTICE
 from context_engine.types import Pack
@@ -102,9 +103,13 @@ def _item_reason(section: str, kind: str, ref: str, terms: dict[str, str], conte
     return REASONS.get((section, kind), f"{section}: {kind.replace('_', ' ')}")
 
 
-def inspect(pack: Pack, terms: dict[str, str] | None = None) -> dict:
-    """Sections with every item's fate, for the template. ``terms``: lore ref → term."""
+def inspect(
+    pack: Pack, terms: dict[str, str] | None = None, pins: dict[str, str] | None = None
+) -> dict:
+    """Sections with every item's fate, for the template. ``terms``: lore ref → term;
+    ``pins``: retrieval ref → why the role's own /search, /lore or /timeline pinned it."""
     terms = terms or {}
+    pins = pins or {}
     context = " ".join(
         s.text for s in pack.sections if s.name in ("recent", "input", "retrieval")
     ).lower()
@@ -120,8 +125,10 @@ def inspect(pack: Pack, terms: dict[str, str] | None = None) -> dict:
             seen.add(item.ref)
             trims = events.get((section.name, item.ref), [])
             partly = [e for e in trims if e.action in ("degraded", "truncated", "summarised")]
-            reason = "; ".join(f"{e.action}: {e.reason}" for e in partly) or _item_reason(
-                section.name, item.kind, item.ref, terms, context
+            reason = (
+                "; ".join(f"{e.action}: {e.reason}" for e in partly)
+                or (pins.get(item.ref) if section.name == "retrieval" else None)
+                or _item_reason(section.name, item.kind, item.ref, terms, context)
             )
             rows.append(
                 ItemRow(
@@ -217,9 +224,14 @@ def inspector(request, pk, role):
         other_pack = pack_for_role(experiment=access.experiment, role=other, input_text=input_text)
     terms = _lore_terms(access, [pack, other_pack])
     ctx = campaign_context(access, access.viewer, active="console:context")
-    ctx.update(inspect(pack, terms))
+    ctx.update(inspect(pack, terms, pin_reasons(experiment_id=access.experiment.pk, role=role)))
     ctx.update({"role": role, "form": form, "roles": console_access.roles_of(access)})
     if other_pack is not None:
-        ctx["other"] = {"role": other, **inspect(other_pack, terms), **compare(pack, other_pack)}
+        other_pins = pin_reasons(experiment_id=access.experiment.pk, role=other)
+        ctx["other"] = {
+            "role": other,
+            **inspect(other_pack, terms, other_pins),
+            **compare(pack, other_pack),
+        }
     status = 200 if not form.is_bound or form.is_valid() else 422
     return page(request, TEMPLATE, ctx, partial="inspector", status=status)

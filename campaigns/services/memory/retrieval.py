@@ -14,8 +14,7 @@ import re
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Max, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Max
 
 from campaigns.models import Experiment, LoreEntry, RetrievalPin, Turn
 from campaigns.selectors import (
@@ -141,21 +140,49 @@ def retrieval_run(
     }
 
 
+def _live_pins(experiment_id: int, role: str) -> list[RetrievalPin]:
+    """The role's (newest five) pins made since its last own turn, newest first.
+
+    One indexed query when nothing is pinned (most packs); otherwise one more that only
+    walks the turns after the oldest of those pins (by the experiment's seq index),
+    never the role's whole history.
+    """
+    pins = list(
+        RetrievalPin.objects.filter(experiment_id=experiment_id, role=role).order_by("-seq", "-id")[
+            :5
+        ]
+    )
+    if not pins:
+        return []
+    newest_own = Turn.objects.filter(
+        experiment_id=experiment_id, speaker=role, seq__gt=pins[-1].seq
+    ).aggregate(seq=Max("seq"))["seq"]
+    if newest_own is None:
+        return pins
+    return [pin for pin in pins if pin.seq >= newest_own]
+
+
+def pin_reasons(*, experiment_id: int, role: str) -> dict[str, str]:
+    """Item ref (``turn:ID`` / ``lore:ID``) → why it is pinned, for the inspector.
+
+    Only annotates: the inspector looks refs up for items already in the role's pack,
+    so an id the role may not read (never in its pack) is never shown.
+    """
+    reasons: dict[str, str] = {}
+    for pin in _live_pins(experiment_id, role):
+        why = f"pinned by /{pin.command} “{pin.query}” (until {role}'s next turn)"
+        for prefix, ids in (("turn", pin.turn_ids), ("lore", pin.lore_ids)):
+            for item in ids:
+                reasons.setdefault(f"{prefix}:{item}", why)
+    return reasons
+
+
 def pinned_for_role(*, experiment_id: int, role: str, viewer: Viewer) -> tuple[list, list]:
     """(turns, lore) the role pinned since its last own turn, re-read as ``viewer``."""
-    last_own = (
-        Turn.objects.filter(experiment_id=experiment_id, speaker=role)
-        .order_by("-seq")
-        .values("seq")[:1]
-    )
-    pins = RetrievalPin.objects.filter(
-        experiment_id=experiment_id,
-        role=role,
-        seq__gte=Coalesce(Subquery(last_own), Value(0)),
-    ).order_by("-id")  # one query, and none more when nothing is pinned
+    pins = _live_pins(experiment_id, role)  # one query when nothing is pinned
     turn_ids: list[int] = []
     lore_ids: list[int] = []
-    for pin in pins[:5]:
+    for pin in pins:
         turn_ids += [i for i in pin.turn_ids if isinstance(i, int) and i not in turn_ids]
         lore_ids += [i for i in pin.lore_ids if isinstance(i, int) and i not in lore_ids]
     if not turn_ids and not lore_ids:

@@ -19,6 +19,7 @@ SPEC_OPERATIONS = {
     "/api/experiments/{id}/participants/{pid}/": {"patch"},
     "/api/experiments/{id}/usage/": {"get"},
     "/api/experiments/{id}/turns/": {"get", "post"},
+    "/api/experiments/{id}/turns/{tid}/reveal/": {"post"},
     "/api/experiments/{id}/lore/": {"get", "post"},
     "/api/experiments/{id}/lore/{lid}/": {"get", "patch"},
     "/api/experiments/{id}/summaries/": {"get"},

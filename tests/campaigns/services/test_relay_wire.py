@@ -6,7 +6,9 @@ google-genai, Thorin and Wren on openai — against stand-in servers that record
 request body. The agents answer with whispers, GM notes and monologues of their own.
 Every text carries a unique marker; no request sent for an agent may contain a marker
 of a text outside that agent's audience (the memory workers fold digests and lore in
-between, so derived text is on the wire too).
+between, so derived text is on the wire too). Agents may first send memory lookups (the
+relay's tool: `/search`, `/timeline`, `/lore`), so the second request of such a step
+carries retrieved snippets, which must obey the same rule.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from campaigns.models import Turn
+from campaigns.models import RetrievalPin, Turn
 from campaigns.services.experiments import experiment_create, participant_create
 from campaigns.services.memory import run_command
 from campaigns.services.relay import round_start
@@ -60,6 +62,13 @@ table = st.fixed_dictionaries(
         "rounds": st.integers(1, 2),
         "checkpoint": st.booleans(),
         "existence": st.booleans(),
+        # Per step (DM narrates, each player, DM answers): a memory lookup the agent sends
+        # first (the relay's tool, issue 10), or None to answer at once.
+        "lookups": st.lists(
+            st.sampled_from([None, "/search quietly", "/timeline 0..3", "/lore ledger"]),
+            min_size=5,
+            max_size=5,
+        ),
     }
 )
 
@@ -119,7 +128,12 @@ def script_round(spec, number, mark, gemini, openai) -> None:
         f"GM NOTE: The bell is cursed ({mark()}).\n"
         f"WHISPER to {to[0] if to[0] != 'DM' else 'Wren'}: Look under the stairs ({mark()})."
     )
-    gemini.script([Reply(dm)])
+    lookups = spec["lookups"]
+
+    def first(step: int) -> list[Reply]:
+        return [Reply(lookups[step])] if lookups[step] else []
+
+    gemini.script([*first(0), Reply(dm)])
     for index, player in enumerate(PLAYERS):
         target = to[index + 1] if to[index + 1] != player else "DM"
         answer = (
@@ -127,8 +141,9 @@ def script_round(spec, number, mark, gemini, openai) -> None:
             f"WHISPER to {target}: I saw the key ({mark()}).\n"
             f"MONOLOGUE: I will keep the key ({mark()})."
         )
-        (gemini if MODELS[player].startswith("gemini-") else openai).script([Reply(answer)])
-    gemini.script([Reply(f"WHISPER to {PLAYERS[number % 3]}: Not yet ({mark()}).")])
+        server = gemini if MODELS[player].startswith("gemini-") else openai
+        server.script([*first(index + 1), Reply(answer)])
+    gemini.script([*first(4), Reply(f"WHISPER to {PLAYERS[number % 3]}: Not yet ({mark()}).")])
 
 
 def audiences(experiment) -> dict[str, set[str]]:
@@ -175,7 +190,14 @@ def test_no_request_to_a_model_carries_text_outside_its_agents_audience(
 
     readable = audiences(experiment)
     requests = [*gemini_standin.requests, *openai_standin.requests]
-    assert len(requests) == spec["rounds"] * (len(PLAYERS) + 2)
+    looked_up = sum(1 for item in spec["lookups"] if item)
+    assert len(requests) == spec["rounds"] * (len(PLAYERS) + 2 + looked_up)
+    # Lookup lines ran as the agent's role (pins) and were never stored as turns.
+    assert not Turn.objects.filter(experiment=experiment, content__contains="/search").exists()
+    assert not Turn.objects.filter(experiment=experiment, content__contains="/timeline").exists()
+    assert RetrievalPin.objects.filter(experiment=experiment).count() == (
+        spec["rounds"] * looked_up
+    )
     for record in requests:
         role = wire_role(record)
         body = record.body.decode("utf-8")
