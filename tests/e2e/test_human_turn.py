@@ -16,6 +16,12 @@ def test_a_human_players_round_is_driven_through_the_console(browser, live_serve
     demo.participants.filter(role="Thorin").update(model="human")
     base = f"{live_server.url}/campaigns/{demo.pk}/"
 
+    # Thorin's page is open before the round starts: it learns of the turn without a reload.
+    thorin = browser.new_context().new_page()
+    sign_in(thorin, live_server, "thorin")
+    thorin.goto(base)
+    assert thorin.locator("#your-turn").count() == 0
+
     dm = browser.new_context().new_page()
     sign_in(dm, live_server, "demo")
     dm.goto(base)
@@ -26,10 +32,9 @@ def test_a_human_players_round_is_driven_through_the_console(browser, live_serve
     assert dm.locator("#job-progress .job-status").inner_text() == "Waiting for a human"
     shot(dm, "round-waiting-dm")
 
-    thorin = browser.new_context().new_page()
-    sign_in(thorin, live_server, "thorin")
-    thorin.goto(base)
     prompt = thorin.locator("#your-turn")
+    prompt.wait_for(timeout=30_000)  # the idle poller asks every 15 s
+    assert "Your turn, Thorin." in thorin.locator("#round-status").inner_text()
     assert "The round is waiting for you, Thorin." in prompt.inner_text()
     shot(thorin, "round-waiting-player")
     # The prompt sits above the composer's form.

@@ -35,6 +35,7 @@ PAGE_SIZE = 50
 TEMPLATE = "campaigns/console/campaign.html"
 JOB_DONE = "job-done"
 TURNS_CHANGED = "turns-changed"
+ROUND_CHANGED = "round-changed"
 
 
 def _int(value: str | None) -> int | None:
@@ -168,6 +169,7 @@ def _context(request, access, viewer, as_role, *, form=None, params=None, memory
     ctx["lookup_role"] = as_role or (ctx["form"].speaker if ctx["form"] else "")
     ctx["command_form"] = CommandForm() if access.can_edit else None
     ctx.update(_waiting(request, access, ctx["form"]))
+    ctx["round_status"] = _round_status(access, viewer, ctx)
     ctx["speakers"] = console_access.roles_of(access)
     ctx["job"] = (
         Job.objects.filter(experiment=access.experiment).order_by("-created_at").first()
@@ -182,14 +184,66 @@ def _context(request, access, viewer, as_role, *, form=None, params=None, memory
     return ctx
 
 
+def _round_status(access, viewer, ctx) -> dict:
+    """What the page's round-status poller compares: the active round job, whom it waits
+    for, whether that is this reader, and the newest turn this viewer reads (a seq from
+    the visibility selector, so the key says nothing of turns the viewer cannot read)."""
+    job = (
+        Job.objects.filter(
+            experiment=access.experiment, kind=Job.Kind.ROUND, status__in=relay.ACTIVE
+        )
+        .only("id", "status")
+        .order_by("-created_at")
+        .first()
+    )
+    newest = (
+        selectors.turns_visible_to(experiment=access.experiment, viewer=viewer)
+        .order_by("-seq")
+        .values_list("seq", flat=True)
+        .first()
+    )
+    waiting = ctx.get("waiting") or {}
+    key = "|".join(
+        str(part)
+        for part in (
+            job.pk if job else "",
+            job.status if job else "",
+            waiting.get("role", ""),
+            int(bool(ctx.get("your_turn"))),
+            newest or 0,
+        )
+    )
+    return {
+        "active": job is not None,
+        "waiting": waiting,
+        "your_turn": bool(ctx.get("your_turn")),
+        "key": key,
+    }
+
+
 @login_required
 @require_GET
 def campaign(request, pk):
     access = console_access.experiment_for(request, pk)
     viewer, as_role = console_access.viewer_for(request, access)
     ctx = _context(request, access, viewer, as_role)
-    partial = "earlier" if request.GET.get("before") else "timeline"
-    return page(request, TEMPLATE, ctx, partial=partial)
+    part = request.GET.get("part")
+    if part in ("composer", "round_status"):
+        partial = part
+    else:
+        partial = "earlier" if request.GET.get("before") else "timeline"
+    response = page(request, TEMPLATE, ctx, partial=partial)
+    if part == "round_status" and request.htmx:
+        seen = request.GET.get("seen", "")
+        now = ctx["round_status"]["key"]
+        if seen and seen != now:
+            # New turns or a new round state: the timeline refreshes itself; when it
+            # became (or stopped being) this reader's turn, the composer does too.
+            events = [TURNS_CHANGED]
+            if seen.split("|")[3:4] != now.split("|")[3:4]:
+                events.append(ROUND_CHANGED)
+            response["HX-Trigger"] = ", ".join(events)
+    return response
 
 
 @login_required
