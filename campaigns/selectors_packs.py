@@ -18,7 +18,7 @@ from django.db.models import Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from campaigns import selectors
-from campaigns.models import LoreEntry, Summary, Turn
+from campaigns.models import LoreEntry, RetrievalPin, Summary, Turn
 from campaigns.precompiled import Precompiled, compile_once
 from campaigns.selectors import Viewer
 
@@ -237,6 +237,30 @@ def newest_summary_rows(*, experiment_id: int, viewer: Viewer, own_key: str) -> 
     return compiled.rows(**_values(viewer, experiment=experiment_id, own_key=own_key))
 
 
+def pin_id_rows(*, experiment_id: int, role: str, count: int) -> list[tuple]:
+    """``(turn_ids, lore_ids)`` (JSON text) of the newest ``count`` pins ``role`` made
+    since its own last turn. Only ids: the caller re-reads them through the selectors."""
+
+    def build(slots):
+        last_own = (
+            Turn.objects.filter(experiment_id=slots.int("experiment"), speaker=slots.str("role"))
+            .order_by("-seq")
+            .values("seq")[:1]
+        )
+        return (
+            RetrievalPin.objects.filter(
+                experiment_id=slots.int("experiment"),
+                role=slots.str("role"),
+                seq__gte=Coalesce(Subquery(last_own), Value(0)),
+            )
+            .order_by("-id")
+            .values_list("turn_ids", "lore_ids")[:count]
+        )
+
+    compiled = compile_once(("pins", count), build)
+    return compiled.rows(experiment=experiment_id, role=role)
+
+
 # --- full-text retrieval -----------------------------------------------------------------
 
 # PostgreSQL: the newest matches through the GIN index, as a subquery the planner cannot
@@ -247,6 +271,15 @@ _PG_NEWEST_MATCHES = (
     "to_tsvector('english'::regconfig, content) @@ to_tsquery('english'::regconfig, %s)"
     " ORDER BY seq DESC LIMIT %s OFFSET 0"
 )
+# PostgreSQL, first tier: the matches of recent rounds only. Both conditions have an index
+# (GIN, and the (experiment, round, seq) btree): the planner ANDs the two bitmaps and
+# reads the heap pages of the window's matches alone.
+_PG_RECENT_MATCHES = (
+    "SELECT id FROM campaigns_turn WHERE experiment_id = %s AND round >= %s AND round < %s"
+    " AND to_tsvector('english'::regconfig, content) @@ to_tsquery('english'::regconfig, %s)"
+    " ORDER BY seq DESC LIMIT %s OFFSET 0"
+)
+RECENT_SEARCH_ROUNDS = 250  # ~2,000 turns at 8 a round; more rounds only when too few hit
 # SQLite: FTS5 rows are keyed by the negated turn id (migration 0008), so ascending rowid
 # order is newest first and FTS5 walks its doclists lazily: with the join below and a
 # LIMIT, the walk stops at the Nth readable hit instead of reading every match of the
@@ -276,10 +309,10 @@ def search_turn_rows(
     vendor = connection.vendor
     key = ("search", vendor, _shape(viewer), before_round is not None, limit, columns)
     if vendor == "postgresql":
-        compiled = compile_once(
-            key, lambda slots: _pg_search(slots, viewer, before_round, limit, columns)
-        )
+        compiled = _pg_search(key, viewer, before_round, limit, columns)
         values = {"query": " | ".join(words), "scan_limit": scan_limit}
+        if before_round is not None:
+            values["recent_from"] = before_round - RECENT_SEARCH_ROUNDS
     elif vendor == "sqlite":
         compiled = _sqlite_search(key, viewer, before_round, limit, columns)
         match = f"xexp{experiment_id} AND (" + " OR ".join(f'"{w}"' for w in words) + ")"
@@ -290,20 +323,61 @@ def search_turn_rows(
         **_values(viewer, experiment=experiment_id, before_round=before_round, **values)
     )
     # SQLite walks by turn id; within an experiment seq grows with id, but say it exactly.
-    return sorted(rows, key=lambda row: -row[1])
+    # (PostgreSQL's two tiers may together give more than ``limit``: the newest win.)
+    return sorted(rows, key=lambda row: -row[1])[:limit]
 
 
-def _pg_search(slots, viewer, before_round, limit, columns):
+def _pg_search(key, viewer, before_round, limit, columns) -> Precompiled:
+    """Newest readable matches, bounded on PostgreSQL (a GIN index cannot order by seq).
+
+    Without ``before_round``: the newest ``scan_limit`` matches through the GIN index,
+    then the visibility filter. With it, two tiers in one statement: the matches of the
+    last `RECENT_SEARCH_ROUNDS` rounds before ``before_round`` (a BitmapAnd of the GIN
+    index and the (experiment, round, seq) btree, so only those rows' heap pages are
+    read, whatever the history length), and — only when that gave fewer than ``limit``
+    readable rows (a one-time filter: otherwise never executed) — the older rounds as
+    before. The caller takes the newest ``limit`` of the union: exactly the newest
+    ``limit`` readable matches the single query would give, visibility applied to both
+    tiers by the same selector-built SQL.
+    """
     from django.db.models.expressions import RawSQL
 
-    experiment = slots.int("experiment")
-    newest = RawSQL(_PG_NEWEST_MATCHES, [experiment, slots.str("query"), slots.int("scan_limit")])
-    matching = selectors.turns_visible_to(
-        experiment=experiment, viewer=_slot_viewer(slots, viewer)
-    ).filter(pk__in=newest)
-    if before_round is not None:
-        matching = matching.filter(round__lt=slots.int("before_round"))
-    return matching.order_by("-seq").values_list(*columns)[:limit]
+    def tier(slots, newest_sql, newest_params, round_filter):
+        matching = selectors.turns_visible_to(
+            experiment=slots.int("experiment"), viewer=_slot_viewer(slots, viewer)
+        ).filter(pk__in=RawSQL(newest_sql, newest_params), **round_filter)
+        return matching.order_by("-seq").values_list(*columns)[:limit]
+
+    def everything(slots):
+        newest = [slots.int("experiment"), slots.str("query"), slots.int("scan_limit")]
+        if before_round is None:
+            return tier(slots, _PG_NEWEST_MATCHES, newest, {})
+        return tier(slots, _PG_NEWEST_MATCHES, newest, {"round__lt": slots.int("recent_from")})
+
+    older = compile_once(("older", *key), everything)
+    if before_round is None:
+        return older
+
+    def recent(slots):
+        params = [
+            slots.int("experiment"),
+            slots.int("recent_from"),
+            slots.int("before_round"),
+            slots.str("query"),
+            slots.int("scan_limit"),
+        ]
+        return tier(slots, _PG_RECENT_MATCHES, params, {"round__lt": slots.int("before_round")})
+
+    found = _joined.get(key)
+    if found is None:
+        first = compile_once(("recent", *key), recent)
+        sql = (
+            f"WITH recent AS MATERIALIZED ({first.sql}) SELECT * FROM recent UNION ALL "
+            f"SELECT * FROM ({older.sql}) AS older WHERE (SELECT count(*) FROM recent) < "
+            f"{int(limit)}"
+        )
+        found = _joined[key] = Precompiled(sql, (*first.params, *older.params))
+    return found
 
 
 def _sqlite_search(key, viewer, before_round, limit, columns) -> Precompiled:

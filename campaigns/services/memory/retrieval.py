@@ -14,16 +14,17 @@ import re
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Max, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Max
 
 from campaigns.models import Experiment, LoreEntry, RetrievalPin, Turn
+from campaigns.precompiled import json_value
 from campaigns.selectors import (
     Viewer,
     lore_visible_to,
     search_turns,
     turns_visible_to,
 )
+from campaigns.selectors_packs import pin_id_rows
 from context_engine.memory import merge_key
 from context_engine.memory._text import clip_words
 
@@ -143,21 +144,16 @@ def retrieval_run(
 
 def pinned_for_role(*, experiment_id: int, role: str, viewer: Viewer) -> tuple[list, list]:
     """(turns, lore) the role pinned since its last own turn, re-read as ``viewer``."""
-    last_own = (
-        Turn.objects.filter(experiment_id=experiment_id, speaker=role)
-        .order_by("-seq")
-        .values("seq")[:1]
-    )
-    pins = RetrievalPin.objects.filter(
-        experiment_id=experiment_id,
-        role=role,
-        seq__gte=Coalesce(Subquery(last_own), Value(0)),
-    ).order_by("-id")  # one query, and none more when nothing is pinned
     turn_ids: list[int] = []
     lore_ids: list[int] = []
-    for pin in pins[:5]:
-        turn_ids += [i for i in pin.turn_ids if isinstance(i, int) and i not in turn_ids]
-        lore_ids += [i for i in pin.lore_ids if isinstance(i, int) and i not in lore_ids]
+    # One precompiled query (every pack asks, almost always to find nothing).
+    for pin_turns, pin_lore in pin_id_rows(experiment_id=experiment_id, role=role, count=5):
+        turn_ids += [
+            i for i in json_value(pin_turns) or () if isinstance(i, int) and i not in turn_ids
+        ]
+        lore_ids += [
+            i for i in json_value(pin_lore) or () if isinstance(i, int) and i not in lore_ids
+        ]
     if not turn_ids and not lore_ids:
         return [], []
     turns = {
