@@ -32,6 +32,7 @@ RETRIEVAL_COMMANDS = ("search", "lore", "timeline")
 MAX_RESULTS = 10
 MAX_TIMELINE = 30
 MAX_PINNED = 10
+PINS_READ = 5  # a pack reads the role's newest five pins
 SNIPPET_WORDS = 60
 MAX_QUERY_CHARS = 200
 _RANGE = re.compile(r"^\s*(\d{1,6})\s*(?:\.\.|–|-)?\s*(\d{1,6})?\s*$")
@@ -144,10 +145,16 @@ def retrieval_run(
 
 def pinned_for_role(*, experiment_id: int, role: str, viewer: Viewer) -> tuple[list, list]:
     """(turns, lore) the role pinned since its last own turn, re-read as ``viewer``."""
+    pins = pin_id_rows(experiment_id=experiment_id, role=role, count=PINS_READ)
+    return pinned_from_rows(pins, experiment_id=experiment_id, viewer=viewer)
+
+
+def pinned_from_rows(pins: list[tuple], *, experiment_id: int, viewer: Viewer) -> tuple[list, list]:
+    """(turns, lore) of the pin rows of `selectors_packs.pin_id_query`, re-read as ``viewer``
+    (no query at all when nothing is pinned)."""
     turn_ids: list[int] = []
     lore_ids: list[int] = []
-    # One precompiled query (every pack asks, almost always to find nothing).
-    for pin_turns, pin_lore in pin_id_rows(experiment_id=experiment_id, role=role, count=5):
+    for pin_turns, pin_lore in pins:
         turn_ids += [
             i for i in json_value(pin_turns) or () if isinstance(i, int) and i not in turn_ids
         ]
