@@ -12,7 +12,9 @@ visibility-filtered ones live in `campaigns.selectors_packs`, built from the sel
 own rules. Queries for the default (`layered`) strategy: experiment + world state +
 newest round (1), participants (1), last command events (1), window + hinge anchors (1),
 own monologues (1), retrieval (1, only with an input), lore (1), digest + strategic
-summary (1) — eight, at 100 turns or 50,000. `full_history` loads everything it is asked to.
+summary (1), pins (1) — nine statements at 100 turns or 50,000; on PostgreSQL
+`precompiled.run_all` sends them in two round trips (experiment/participants/events,
+then the rest). `full_history` loads everything it is asked to.
 
 `pack_for_role` answers from `campaigns.services.pack_cache` when nothing a pack reads
 has changed since the same pack was built.
