@@ -7,6 +7,7 @@ rule the SQL side of `campaigns.selectors` applies, so the engine's own filter a
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 from django.conf import settings
 
@@ -80,6 +81,27 @@ def turn_views(turns: Iterable[Turn], dm_roles: tuple[str, ...] = ("DM",)) -> tu
     return tuple(turn_view(turn, dm_roles) for turn in turns)
 
 
+# Views from rows are pure functions of (row, dm_roles), and the same rows come back in
+# every pack (the window moves slowly, lore barely): a bounded memo skips the JSON decode
+# and the dataclass build. Rows are tuples of plain values (JSON columns as text).
+ROW_VIEWS_CACHED = 8192
+
+
+def _memo_rows(build):
+    cached = lru_cache(maxsize=ROW_VIEWS_CACHED)(build)
+
+    def view(row: tuple, dm_roles: tuple[str, ...] = ("DM",)):
+        try:
+            return cached(row, dm_roles)
+        except TypeError:  # an unhashable value: build it without the memo
+            return build(row, dm_roles)
+
+    view.__doc__ = build.__doc__
+    view.cache_clear = cached.cache_clear
+    return view
+
+
+@_memo_rows
 def turn_view_row(row: tuple, dm_roles: tuple[str, ...] = ("DM",)) -> TurnView:
     """A turn for the engine from a `selectors_packs.TURN_COLUMNS` row."""
     id_, seq, round_, speaker, kind, content, visibility, tags, hinge, tokens = row
@@ -144,6 +166,7 @@ def lore_view(entry: LoreEntry, dm_roles: tuple[str, ...] = ("DM",)) -> LoreView
     )
 
 
+@_memo_rows
 def lore_view_row(row: tuple, dm_roles: tuple[str, ...] = ("DM",)) -> LoreView:
     """`lore_view` from a `selectors_packs.LORE_COLUMNS` row."""
     (id_, term, category, definition, audience, status, origin, locked, first_seen,

@@ -110,6 +110,10 @@ def create_campaign(turn_count: int, *, seed: int = 7) -> Experiment:
             batch = []
     Turn.objects.bulk_create(batch)
     last_round = (turn_count - 1) // TURNS_PER_ROUND + 1
+    # The campaign clock stands at the last round, as after posting (`turn_create`) or an
+    # import: the loader windows on it, and at 0 every pack would load the whole history.
+    Experiment.objects.filter(pk=experiment.pk).update(current_round=last_round)
+    experiment.current_round = last_round
     for index in range(60):
         term = TERMS[index] if index < len(TERMS) else f"{rng.choice(VOCABULARY)}-{index}"
         LoreEntry.objects.create(

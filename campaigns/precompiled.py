@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
@@ -45,11 +46,21 @@ class _Slots:
 
 
 class Precompiled:
-    """One compiled statement: SQL text plus, per parameter, a slot name or a literal."""
+    """One compiled statement: SQL text plus, per parameter, a slot name or a literal.
 
-    def __init__(self, sql: str, params: Sequence[tuple[str | None, Any]]):
+    ``columns``: the result's column names, each with whether it is a JSON column (what
+    `run_all` needs to fetch several statements in one round trip); None if unknown.
+    """
+
+    def __init__(
+        self,
+        sql: str,
+        params: Sequence[tuple[str | None, Any]],
+        columns: Sequence[tuple[str, bool]] | None = None,
+    ):
         self.sql = sql
         self.params = tuple(params)
+        self.columns = None if columns is None else tuple(columns)
 
     def bind(self, values: dict[str, Any]) -> list[Any]:
         return [values[name] if name is not None else literal for name, literal in self.params]
@@ -80,10 +91,80 @@ def compile_once(key: Hashable, build: Callable[[_Slots], QuerySet]) -> Precompi
     missing = set(slots.by_value.values()) - {name for name, _ in bound if name}
     if missing:  # a slot the ORM folded away or transformed: the SQL would be wrong
         raise ValueError(f"Slots not found in the compiled query: {sorted(missing)}")
-    compiled = Precompiled(sql, bound)
+    compiled = Precompiled(sql, bound, _columns(queryset))
     with _lock:
         _compiled[full_key] = compiled
     return compiled
+
+
+def _columns(queryset: QuerySet) -> tuple[tuple[str, bool], ...] | None:
+    """(name, is JSON) per column of a ``values_list`` queryset (None for anything else)."""
+    from django.db.models import JSONField
+
+    names = queryset.query.values_select
+    if not names or queryset.query.annotation_select:
+        return None
+    columns = []
+    for name in names:
+        model, field = queryset.model, None
+        for part in name.split("__"):
+            field = model._meta.get_field(part)
+            model = field.related_model or model
+        columns.append((name, isinstance(field, JSONField)))
+    return tuple(columns)
+
+
+@dataclass
+class Query:
+    """One precompiled statement with its values, and what to do with its rows."""
+
+    compiled: Precompiled
+    values: dict[str, Any]
+    post: Callable[[list[tuple]], list[tuple]] | None = None
+
+    def finish(self, rows: list[tuple]) -> list[tuple]:
+        return self.post(rows) if self.post is not None else rows
+
+    def rows(self) -> list[tuple]:
+        return self.finish(self.compiled.rows(**self.values))
+
+
+def run_all(queries: Sequence[Query | None]) -> list[list[tuple]]:
+    """The rows of each query (``[]`` for None), in as few round trips as the database allows.
+
+    PostgreSQL: one statement, each query a scalar subquery aggregating its rows into a
+    JSON array of arrays, in the query's own row order (JSON columns cast to text, so rows
+    are exactly what `Precompiled.rows` returns). Every query's SQL — visibility rules
+    included — is unchanged inside it. A pack's independent reads cost one round trip
+    instead of seven, which matters most when the database server shares busy CPUs.
+    SQLite is in-process: one statement each.
+    """
+    live = [(i, q) for i, q in enumerate(queries) if q is not None]
+    results: list[list[tuple]] = [[] for _ in queries]
+    batchable = connection.vendor == "postgresql" and all(q.compiled.columns for _, q in live)
+    if len(live) < 2 or not batchable:
+        for i, query in live:
+            results[i] = query.rows()
+        return results
+    parts, params = [], []
+    for n, (_, query) in enumerate(live):
+        alias = f"_q{n}"
+        cells = ", ".join(
+            f'{alias}."{name}"' + ("::text" if is_json else "")
+            for name, is_json in query.compiled.columns
+        )
+        parts.append(
+            f"(SELECT coalesce(json_agg(json_build_array({cells})), '[]'::json) "
+            f"FROM ({query.compiled.sql}) AS {alias})"
+        )
+        params += query.compiled.bind(query.values)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(parts), params)
+        row = cursor.fetchone()
+    for (i, query), cell in zip(live, row, strict=True):
+        decoded = json.loads(cell) if isinstance(cell, str | bytes) else cell
+        results[i] = query.finish([tuple(values) for values in decoded])
+    return results
 
 
 def _hashable(value: Any) -> bool:

@@ -18,8 +18,8 @@ from django.db.models import Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from campaigns import selectors
-from campaigns.models import LoreEntry, Summary, Turn
-from campaigns.precompiled import Precompiled, compile_once
+from campaigns.models import LoreEntry, RetrievalPin, Summary, Turn
+from campaigns.precompiled import Precompiled, Query, compile_once
 from campaigns.selectors import Viewer
 
 TURN_COLUMNS = (
@@ -85,14 +85,20 @@ def _nth_newest_seq(transcript, n: int):
     return Coalesce(Subquery(nth), Value(0))
 
 
-def window_turn_rows(
+def window_turn_rows(**kwargs) -> list[tuple]:
+    """See `window_turn_query`."""
+    query = window_turn_query(**kwargs)
+    return query.rows() if query is not None else []
+
+
+def window_turn_query(
     *,
     experiment_id: int,
     viewer: Viewer,
     from_round: int | None,
     hinge_from_round: int | None,
     last_turns: int,
-) -> list[tuple]:
+) -> Query | None:
     """Readable turns of the recent rounds, hinge anchors and the last N transcript turns.
 
     A UNION of index-friendly parts (an OR would scan the whole history). "Transcript"
@@ -100,7 +106,7 @@ def window_turn_rows(
     """
     parts_key = (from_round is not None, hinge_from_round is not None, last_turns)
     if not any(parts_key):
-        return []
+        return None
 
     def build(slots):
         visible = selectors.turns_visible_to(
@@ -118,17 +124,18 @@ def window_turn_rows(
         return parts[0].union(*parts[1:]) if len(parts) > 1 else parts[0]
 
     compiled = compile_once(("window", _shape(viewer), parts_key), build)
-    return compiled.rows(
-        **_values(
-            viewer,
-            experiment=experiment_id,
-            from_round=from_round,
-            hinge_from_round=hinge_from_round,
-        )
+    values = _values(
+        viewer, experiment=experiment_id, from_round=from_round, hinge_from_round=hinge_from_round
     )
+    return Query(compiled, values)
 
 
-def all_turn_rows(*, experiment_id: int, viewer: Viewer) -> list[tuple]:
+def all_turn_rows(**kwargs) -> list[tuple]:
+    """See `all_turn_query`."""
+    return all_turn_query(**kwargs).rows()
+
+
+def all_turn_query(*, experiment_id: int, viewer: Viewer) -> Query:
     """Every turn ``viewer`` may read, in seq order (``full_history`` only)."""
 
     def build(slots):
@@ -137,12 +144,15 @@ def all_turn_rows(*, experiment_id: int, viewer: Viewer) -> list[tuple]:
         ).values_list(*TURN_COLUMNS)
 
     compiled = compile_once(("all", _shape(viewer)), build)
-    return compiled.rows(**_values(viewer, experiment=experiment_id))
+    return Query(compiled, _values(viewer, experiment=experiment_id))
 
 
-def own_monologue_rows(
-    *, experiment_id: int, viewer: Viewer, speaker: str, count: int
-) -> list[tuple]:
+def own_monologue_rows(**kwargs) -> list[tuple]:
+    """See `own_monologue_query`."""
+    return own_monologue_query(**kwargs).rows()
+
+
+def own_monologue_query(*, experiment_id: int, viewer: Viewer, speaker: str, count: int) -> Query:
     """The newest ``count`` monologues of ``speaker`` that ``viewer`` may read."""
 
     def build(slots):
@@ -153,24 +163,30 @@ def own_monologue_rows(
         return own.order_by("-seq").values_list(*TURN_COLUMNS)[:count]
 
     compiled = compile_once(("monologues", _shape(viewer), count), build)
-    return compiled.rows(**_values(viewer, experiment=experiment_id, speaker=speaker))
+    return Query(compiled, _values(viewer, experiment=experiment_id, speaker=speaker))
 
 
-def whisper_stub_rows(
+def whisper_stub_rows(**kwargs) -> list[tuple]:
+    """See `whisper_stub_query`."""
+    query = whisper_stub_query(**kwargs)
+    return query.rows() if query is not None else []
+
+
+def whisper_stub_query(
     *,
     experiment_id: int,
     viewer: Viewer,
     from_round: int | None,
     last_turns: int,
     full: bool = False,
-) -> list[tuple]:
+) -> Query | None:
     """Whispers ``viewer`` may NOT read, only the columns showing they happened.
 
     Built on `selectors.whisper_existence_for`; ``from_round``/``last_turns`` restrict it to
     the ranges the window loads; ``full`` takes the whole history (``full_history``).
     """
     if not full and from_round is None and not last_turns:
-        return []
+        return None
     if full:
         from_round, last_turns = None, 0
 
@@ -193,10 +209,15 @@ def whisper_stub_rows(
 
     key = ("stubs", _shape(viewer), from_round is not None, last_turns, full)
     compiled = compile_once(key, build)
-    return compiled.rows(**_values(viewer, experiment=experiment_id, from_round=from_round))
+    return Query(compiled, _values(viewer, experiment=experiment_id, from_round=from_round))
 
 
-def lore_rows(*, experiment_id: int, viewer: Viewer) -> list[tuple]:
+def lore_rows(**kwargs) -> list[tuple]:
+    """See `lore_query`."""
+    return lore_query(**kwargs).rows()
+
+
+def lore_query(*, experiment_id: int, viewer: Viewer) -> Query:
     """Lore ``viewer`` may read, rejected entries left out, in glossary order."""
 
     def build(slots):
@@ -209,10 +230,15 @@ def lore_rows(*, experiment_id: int, viewer: Viewer) -> list[tuple]:
         )
 
     compiled = compile_once(("lore", _shape(viewer)), build)
-    return compiled.rows(**_values(viewer, experiment=experiment_id))
+    return Query(compiled, _values(viewer, experiment=experiment_id))
 
 
-def newest_summary_rows(*, experiment_id: int, viewer: Viewer, own_key: str) -> list[tuple]:
+def newest_summary_rows(**kwargs) -> list[tuple]:
+    """See `newest_summary_query`."""
+    return newest_summary_query(**kwargs).rows()
+
+
+def newest_summary_query(*, experiment_id: int, viewer: Viewer, own_key: str) -> Query:
     """The newest digest ``viewer`` may read and the newest strategic summary of its own
     audience (``own_key``), in one query.
 
@@ -234,7 +260,36 @@ def newest_summary_rows(*, experiment_id: int, viewer: Viewer, own_key: str) -> 
         ).values_list(*SUMMARY_COLUMNS)
 
     compiled = compile_once(("summaries", _shape(viewer)), build)
-    return compiled.rows(**_values(viewer, experiment=experiment_id, own_key=own_key))
+    return Query(compiled, _values(viewer, experiment=experiment_id, own_key=own_key))
+
+
+def pin_id_rows(**kwargs) -> list[tuple]:
+    """See `pin_id_query`."""
+    return pin_id_query(**kwargs).rows()
+
+
+def pin_id_query(*, experiment_id: int, role: str, count: int) -> Query:
+    """``(turn_ids, lore_ids)`` (JSON text) of the newest ``count`` pins ``role`` made
+    since its own last turn. Only ids: the caller re-reads them through the selectors."""
+
+    def build(slots):
+        last_own = (
+            Turn.objects.filter(experiment_id=slots.int("experiment"), speaker=slots.str("role"))
+            .order_by("-seq")
+            .values("seq")[:1]
+        )
+        return (
+            RetrievalPin.objects.filter(
+                experiment_id=slots.int("experiment"),
+                role=slots.str("role"),
+                seq__gte=Coalesce(Subquery(last_own), Value(0)),
+            )
+            .order_by("-id")
+            .values_list("turn_ids", "lore_ids")[:count]
+        )
+
+    compiled = compile_once(("pins", count), build)
+    return Query(compiled, {"experiment": experiment_id, "role": role})
 
 
 # --- full-text retrieval -----------------------------------------------------------------
@@ -247,6 +302,15 @@ _PG_NEWEST_MATCHES = (
     "to_tsvector('english'::regconfig, content) @@ to_tsquery('english'::regconfig, %s)"
     " ORDER BY seq DESC LIMIT %s OFFSET 0"
 )
+# PostgreSQL, first tier: the matches of recent rounds only. Both conditions have an index
+# (GIN, and the (experiment, round, seq) btree): the planner ANDs the two bitmaps and
+# reads the heap pages of the window's matches alone.
+_PG_RECENT_MATCHES = (
+    "SELECT id FROM campaigns_turn WHERE experiment_id = %s AND round >= %s AND round < %s"
+    " AND to_tsvector('english'::regconfig, content) @@ to_tsquery('english'::regconfig, %s)"
+    " ORDER BY seq DESC LIMIT %s OFFSET 0"
+)
+RECENT_SEARCH_ROUNDS = 250  # ~2,000 turns at 8 a round; more rounds only when too few hit
 # SQLite: FTS5 rows are keyed by the negated turn id (migration 0008), so ascending rowid
 # order is newest first and FTS5 walks its doclists lazily: with the join below and a
 # LIMIT, the walk stops at the Nth readable hit instead of reading every match of the
@@ -259,7 +323,13 @@ _SQLITE_JOIN = (
 )
 
 
-def search_turn_rows(
+def search_turn_rows(**kwargs) -> list[tuple]:
+    """See `search_turn_query`."""
+    query = search_turn_query(**kwargs)
+    return query.rows() if query is not None else []
+
+
+def search_turn_query(
     *,
     experiment_id: int,
     viewer: Viewer,
@@ -268,42 +338,85 @@ def search_turn_rows(
     limit: int,
     scan_limit: int,
     columns: tuple[str, ...] = TURN_COLUMNS,
-) -> list[tuple]:
+) -> Query | None:
     """Readable turns matching any of ``words`` (already safe, see `search_words`),
     newest first, at most ``limit``. ``columns`` must start with ``id, seq``."""
     if not words or limit < 1:
-        return []
+        return None
     vendor = connection.vendor
     key = ("search", vendor, _shape(viewer), before_round is not None, limit, columns)
     if vendor == "postgresql":
-        compiled = compile_once(
-            key, lambda slots: _pg_search(slots, viewer, before_round, limit, columns)
-        )
+        compiled = _pg_search(key, viewer, before_round, limit, columns)
         values = {"query": " | ".join(words), "scan_limit": scan_limit}
+        if before_round is not None:
+            values["recent_from"] = before_round - RECENT_SEARCH_ROUNDS
     elif vendor == "sqlite":
         compiled = _sqlite_search(key, viewer, before_round, limit, columns)
         match = f"xexp{experiment_id} AND (" + " OR ".join(f'"{w}"' for w in words) + ")"
         values = {"match": match}
     else:  # pragma: no cover - only the two supported databases
-        return []
-    rows = compiled.rows(
-        **_values(viewer, experiment=experiment_id, before_round=before_round, **values)
-    )
-    # SQLite walks by turn id; within an experiment seq grows with id, but say it exactly.
-    return sorted(rows, key=lambda row: -row[1])
+        return None
+
+    def newest(rows: list[tuple]) -> list[tuple]:
+        # SQLite walks by turn id; within an experiment seq grows with id, but say it
+        # exactly. (PostgreSQL's two tiers may together give more than ``limit``.)
+        return sorted(rows, key=lambda row: -row[1])[:limit]
+
+    values = _values(viewer, experiment=experiment_id, before_round=before_round, **values)
+    return Query(compiled, values, newest)
 
 
-def _pg_search(slots, viewer, before_round, limit, columns):
+def _pg_search(key, viewer, before_round, limit, columns) -> Precompiled:
+    """Newest readable matches, bounded on PostgreSQL (a GIN index cannot order by seq).
+
+    Without ``before_round``: the newest ``scan_limit`` matches through the GIN index,
+    then the visibility filter. With it, two tiers in one statement: the matches of the
+    last `RECENT_SEARCH_ROUNDS` rounds before ``before_round`` (a BitmapAnd of the GIN
+    index and the (experiment, round, seq) btree, so only those rows' heap pages are
+    read, whatever the history length), and — only when that gave fewer than ``limit``
+    readable rows (a one-time filter: otherwise never executed) — the older rounds as
+    before. The caller takes the newest ``limit`` of the union: exactly the newest
+    ``limit`` readable matches the single query would give, visibility applied to both
+    tiers by the same selector-built SQL.
+    """
     from django.db.models.expressions import RawSQL
 
-    experiment = slots.int("experiment")
-    newest = RawSQL(_PG_NEWEST_MATCHES, [experiment, slots.str("query"), slots.int("scan_limit")])
-    matching = selectors.turns_visible_to(
-        experiment=experiment, viewer=_slot_viewer(slots, viewer)
-    ).filter(pk__in=newest)
-    if before_round is not None:
-        matching = matching.filter(round__lt=slots.int("before_round"))
-    return matching.order_by("-seq").values_list(*columns)[:limit]
+    def tier(slots, newest_sql, newest_params, round_filter):
+        matching = selectors.turns_visible_to(
+            experiment=slots.int("experiment"), viewer=_slot_viewer(slots, viewer)
+        ).filter(pk__in=RawSQL(newest_sql, newest_params), **round_filter)
+        return matching.order_by("-seq").values_list(*columns)[:limit]
+
+    def everything(slots):
+        newest = [slots.int("experiment"), slots.str("query"), slots.int("scan_limit")]
+        if before_round is None:
+            return tier(slots, _PG_NEWEST_MATCHES, newest, {})
+        return tier(slots, _PG_NEWEST_MATCHES, newest, {"round__lt": slots.int("recent_from")})
+
+    older = compile_once(("older", *key), everything)
+    if before_round is None:
+        return older
+
+    def recent(slots):
+        params = [
+            slots.int("experiment"),
+            slots.int("recent_from"),
+            slots.int("before_round"),
+            slots.str("query"),
+            slots.int("scan_limit"),
+        ]
+        return tier(slots, _PG_RECENT_MATCHES, params, {"round__lt": slots.int("before_round")})
+
+    found = _joined.get(key)
+    if found is None:
+        first = compile_once(("recent", *key), recent)
+        sql = (
+            f"WITH recent AS MATERIALIZED ({first.sql}) SELECT * FROM recent UNION ALL "
+            f"SELECT * FROM ({older.sql}) AS older WHERE (SELECT count(*) FROM recent) < "
+            f"{int(limit)}"
+        )
+        found = _joined[key] = Precompiled(sql, (*first.params, *older.params), first.columns)
+    return found
 
 
 def _sqlite_search(key, viewer, before_round, limit, columns) -> Precompiled:

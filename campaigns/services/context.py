@@ -12,7 +12,9 @@ visibility-filtered ones live in `campaigns.selectors_packs`, built from the sel
 own rules. Queries for the default (`layered`) strategy: experiment + world state +
 newest round (1), participants (1), last command events (1), window + hinge anchors (1),
 own monologues (1), retrieval (1, only with an input), lore (1), digest + strategic
-summary (1) — eight, at 100 turns or 50,000. `full_history` loads everything it is asked to.
+summary (1), pins (1) — nine statements at 100 turns or 50,000; on PostgreSQL
+`precompiled.run_all` sends them in two round trips (experiment/participants/events,
+then the rest). `full_history` loads everything it is asked to.
 
 `pack_for_role` answers from `campaigns.services.pack_cache` when nothing a pack reads
 has changed since the same pack was built.
@@ -22,9 +24,9 @@ from __future__ import annotations
 
 from campaigns import adapters, selectors, selectors_packs
 from campaigns.models import ContextEvent, Experiment, Participant
-from campaigns.precompiled import compile_once, json_value
+from campaigns.precompiled import Query, compile_once, json_value, run_all
 from campaigns.selectors import Viewer
-from campaigns.services.memory.retrieval import pinned_for_role
+from campaigns.services.memory.retrieval import PINS_READ, pinned_from_rows
 from context_engine.commands import history_needs
 from context_engine.pack import build_pack
 from context_engine.types import Pack, PackInput, ParticipantView
@@ -65,13 +67,18 @@ def pack_input_for_role(
     *, experiment: Experiment | int, role: str, input_text: str = ""
 ) -> PackInput:
     experiment_id = experiment if isinstance(experiment, int) else experiment.pk
-    found = _experiment_row(experiment_id)
-    if found is None:
+    # Round trip 1: the experiment, its participants, its last command events.
+    found, participant_rows, event_rows = run_all(
+        [
+            _experiment_query(experiment_id),
+            _participants_query(experiment_id),
+            _events_query(experiment_id),
+        ]
+    )
+    if not found:
         raise Experiment.DoesNotExist(f"No experiment {experiment_id}.")
-    hook, rules, config_raw, current_round, flags, state_fields, state_round, state_id = found
-    participants = [
-        ParticipantView(*row) for row in _compiled_participants().rows(experiment=experiment_id)
-    ]
+    hook, rules, config_raw, current_round, flags, state_fields, state_round, state_id = found[0]
+    participants = [ParticipantView(*row) for row in participant_rows]
     participant = next((p for p in participants if p.role == role), None)
     if participant is None:
         raise selectors.UnknownRole(role)
@@ -83,52 +90,54 @@ def pack_input_for_role(
     dm_roles = tuple(sorted(p.role for p in participants if p.kind == Participant.Kind.DM))
     dm_roles = dm_roles or ("DM",)
     config = adapters.pack_config_from(json_value(config_raw))
-    events = tuple(
-        adapters.event_view_row(row)
-        for row in reversed(_compiled_events().rows(experiment=experiment_id))
-    )
+    events = tuple(adapters.event_view_row(row) for row in reversed(event_rows))
     needs = history_needs(config, current_round, events)
-
-    views = [
-        adapters.turn_view_row(row, dm_roles)
-        for row in _turn_rows(experiment_id, viewer, role, needs)
-    ]
-    if needs.unreadable_whispers and not viewer.omniscient:
-        stubs = selectors_packs.whisper_stub_rows(
-            experiment_id=experiment_id,
-            viewer=viewer,
-            from_round=needs.from_round,
-            last_turns=needs.last_turns,
-            full=needs.full,
-        )
-        views.extend(adapters.stub_view_row(row, dm_roles) for row in stubs)
-
     input_text = input_text[:MAX_INPUT_CHARS]
-    retrieval = ()
-    if needs.retrieval_candidates and input_text.strip():
-        hits = selectors_packs.search_turn_rows(
-            experiment_id=experiment_id,
-            viewer=viewer,
-            words=selectors.search_words(input_text),
-            before_round=needs.from_round,
-            limit=needs.retrieval_candidates,
-            scan_limit=selectors.SEARCH_SCAN_LIMIT,
-        )
-        retrieval = tuple(adapters.turn_view_row(row, dm_roles) for row in hits)
+
+    # Round trip 2 (PostgreSQL; one statement each on SQLite): everything else.
+    window, monologues, stubs, hits, pins, lore, summaries = run_all(
+        [
+            *_turn_queries(experiment_id, viewer, role, needs),
+            selectors_packs.whisper_stub_query(
+                experiment_id=experiment_id,
+                viewer=viewer,
+                from_round=needs.from_round,
+                last_turns=needs.last_turns,
+                full=needs.full,
+            )
+            if needs.unreadable_whispers and not viewer.omniscient
+            else None,
+            selectors_packs.search_turn_query(
+                experiment_id=experiment_id,
+                viewer=viewer,
+                words=selectors.search_words(input_text),
+                before_round=needs.from_round,
+                limit=needs.retrieval_candidates,
+                scan_limit=selectors.SEARCH_SCAN_LIMIT,
+            )
+            if needs.retrieval_candidates and input_text.strip()
+            else None,
+            selectors_packs.pin_id_query(experiment_id=experiment_id, role=role, count=PINS_READ),
+            selectors_packs.lore_query(experiment_id=experiment_id, viewer=viewer),
+            selectors_packs.newest_summary_query(
+                experiment_id=experiment_id, viewer=viewer, own_key=audience_key((role,))
+            ),
+        ]
+    )
+    if monologues:
+        seen = {row[0] for row in window}
+        window = window + [row for row in monologues if row[0] not in seen]
+    views = [adapters.turn_view_row(row, dm_roles) for row in window]
+    views.extend(adapters.stub_view_row(row, dm_roles) for row in stubs)
+    retrieval = tuple(adapters.turn_view_row(row, dm_roles) for row in hits)
 
     # Results of the role's own /search, /lore, /timeline since its last turn (SPEC §5.8).
-    pinned_turns, pinned_lore = pinned_for_role(
-        experiment_id=experiment_id, role=role, viewer=viewer
-    )
+    pinned_turns, pinned_lore = pinned_from_rows(pins, experiment_id=experiment_id, viewer=viewer)
     pinned = (
         *(adapters.lore_view(entry, dm_roles) for entry in pinned_lore),
         *adapters.turn_views(pinned_turns, dm_roles),
     )
 
-    lore = selectors_packs.lore_rows(experiment_id=experiment_id, viewer=viewer)
-    summaries = selectors_packs.newest_summary_rows(
-        experiment_id=experiment_id, viewer=viewer, own_key=audience_key((role,))
-    )
     digest = next((row for row in summaries if row[0] == "digest"), None)
     strategic = next((row for row in summaries if row[0] == "strategic"), None)
     return PackInput(
@@ -154,7 +163,7 @@ def pack_input_for_role(
     )
 
 
-def _experiment_row(experiment_id: int) -> tuple | None:
+def _experiment_query(experiment_id: int) -> Query:
     """Hook, rules, config, the campaign clock and the world state, in one query."""
 
     def build(slots):
@@ -173,12 +182,11 @@ def _experiment_row(experiment_id: int) -> tuple | None:
             )
         )
 
-    rows = compile_once(("pack-experiment",), build).rows(experiment=experiment_id)
-    return rows[0] if rows else None
+    return Query(compile_once(("pack-experiment",), build), {"experiment": experiment_id})
 
 
-def _compiled_participants():
-    return compile_once(
+def _participants_query(experiment_id: int) -> Query:
+    compiled = compile_once(
         ("pack-participants",),
         lambda slots: (
             Participant.objects.filter(experiment_id=slots.int("experiment"))
@@ -186,10 +194,11 @@ def _compiled_participants():
             .values_list(*PARTICIPANT_COLUMNS)
         ),
     )
+    return Query(compiled, {"experiment": experiment_id})
 
 
-def _compiled_events():
-    return compile_once(
+def _events_query(experiment_id: int) -> Query:
+    compiled = compile_once(
         ("pack-events", EVENTS_LOADED),
         lambda slots: (
             ContextEvent.objects.filter(experiment_id=slots.int("experiment"))
@@ -197,23 +206,25 @@ def _compiled_events():
             .values_list("command", "round", "seq", "cleared_without_checkpoint")[:EVENTS_LOADED]
         ),
     )
+    return Query(compiled, {"experiment": experiment_id})
 
 
-def _turn_rows(experiment_id: int, viewer: Viewer, role: str, needs) -> list[tuple]:
-    """The window (or everything, for ``full_history``) plus the role's own monologues."""
+def _turn_queries(experiment_id: int, viewer: Viewer, role: str, needs) -> list[Query | None]:
+    """The window (or everything, for ``full_history``) and the role's own monologues."""
     if needs.full:
-        return selectors_packs.all_turn_rows(experiment_id=experiment_id, viewer=viewer)
-    rows = selectors_packs.window_turn_rows(
+        return [selectors_packs.all_turn_query(experiment_id=experiment_id, viewer=viewer), None]
+    window = selectors_packs.window_turn_query(
         experiment_id=experiment_id,
         viewer=viewer,
         from_round=needs.from_round,
         hinge_from_round=needs.hinge_from_round,
         last_turns=needs.last_turns,
     )
-    if needs.monologue_count:
-        seen = {row[0] for row in rows}
-        own = selectors_packs.own_monologue_rows(
+    monologues = (
+        selectors_packs.own_monologue_query(
             experiment_id=experiment_id, viewer=viewer, speaker=role, count=needs.monologue_count
         )
-        rows = rows + [row for row in own if row[0] not in seen]
-    return rows
+        if needs.monologue_count
+        else None
+    )
+    return [window, monologues]

@@ -64,3 +64,33 @@ def test_edited_content_is_searchable_by_its_new_words(campaign):
     turn = make_turn(campaign, content="a plain sentence")
     Turn.objects.filter(pk=turn.pk).update(content="the saltmarch bridge")
     assert _search(campaign, "Thorin", "saltmarch") == ["the saltmarch bridge"]
+
+
+def _tiered_history(campaign, window):
+    """Matches on both sides of the recent-search window that ends before round 1000."""
+    old = 1000 - window - 5
+    make_turn(campaign, round=old, content="an old kestrel feather")
+    make_turn(campaign, round=old + 1, content="a second old kestrel feather")
+    make_turn(campaign, round=998, speaker="Cassia", kind="whisper", content="secret kestrel",
+              visibility=["Cassia", "DM"])  # fmt: skip
+    make_turn(campaign, round=999, content="a fresh kestrel feather")
+
+
+def test_search_reaches_past_the_recent_rounds_only_when_they_hold_too_few(campaign):
+    from campaigns.selectors_packs import RECENT_SEARCH_ROUNDS
+
+    _tiered_history(campaign, RECENT_SEARCH_ROUNDS)
+    # Thorin cannot read the whisper: one readable recent match, so the older rounds fill up.
+    assert _search(campaign, "Thorin", "kestrel", before_round=1000, limit=3) == [
+        "a fresh kestrel feather",
+        "a second old kestrel feather",
+        "an old kestrel feather",
+    ]
+    # Enough readable recent matches: exactly the newest ones, nothing older.
+    assert _search(campaign, "Cassia", "kestrel", before_round=1000, limit=2) == [
+        "a fresh kestrel feather",
+        "secret kestrel",
+    ]
+    assert _search(campaign, "Thorin", "kestrel", before_round=1000, limit=1) == [
+        "a fresh kestrel feather"
+    ]

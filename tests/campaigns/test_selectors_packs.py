@@ -9,11 +9,14 @@ viewers (players, the DM, a judge), and the two must return the same rows.
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from campaigns import selectors, selectors_packs
 from campaigns.models import LoreEntry, Turn
+from campaigns.precompiled import run_all
 from campaigns.services.experiments import participant_create
 from tests.factories import make_experiment
 
@@ -129,3 +132,51 @@ def test_precompiled_reads_return_exactly_what_the_selectors_return(
         status="rejected"
     )
     assert [row[0] for row in lore_rows] == [entry.pk for entry in readable_lore]
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    log=turns,
+    lore=st.lists(
+        st.tuples(audiences, st.sampled_from(["proposed", "confirmed", "rejected"])), max_size=6
+    ),
+    role=st.sampled_from(ROLES),
+    from_round=st.one_of(st.none(), st.integers(-3, 10)),
+    last_turns=st.integers(0, 8),
+)
+def test_reads_batched_into_one_round_trip_return_exactly_the_rows_of_each_statement(
+    log, lore, role, from_round, last_turns
+):
+    """The pack loader batches its reads (`precompiled.run_all`, one statement on
+    PostgreSQL): each query's rows, JSON columns and order included, are unchanged."""
+    experiment = _campaign(log, lore)
+    viewer = selectors.viewer_for_role(experiment=experiment, role=role)
+    ids = {"experiment_id": experiment.pk}
+    queries = [
+        selectors_packs.window_turn_query(
+            **ids, viewer=viewer, from_round=from_round, hinge_from_round=None,
+            last_turns=last_turns,
+        ),
+        selectors_packs.own_monologue_query(**ids, viewer=viewer, speaker=role, count=2),
+        None,
+        selectors_packs.whisper_stub_query(
+            **ids, viewer=viewer, from_round=None, last_turns=0, full=True
+        ),
+        selectors_packs.search_turn_query(
+            **ids, viewer=viewer, words=["turn"], before_round=from_round, limit=3,
+            scan_limit=500,
+        ),
+        selectors_packs.lore_query(**ids, viewer=viewer),
+        selectors_packs.newest_summary_query(**ids, viewer=viewer, own_key="x"),
+        selectors_packs.pin_id_query(**ids, role=role, count=5),
+    ]  # fmt: skip
+    one_each = [query.rows() if query is not None else [] for query in queries]
+    with CaptureQueriesContext(connection) as captured:
+        batched = run_all(queries)
+    assert batched == one_each
+    live = sum(query is not None for query in queries)
+    assert len(captured) == (1 if connection.vendor == "postgresql" else live)

@@ -17,12 +17,14 @@ from django.db import transaction
 from django.db.models import Max
 
 from campaigns.models import Experiment, LoreEntry, RetrievalPin, Turn
+from campaigns.precompiled import json_value
 from campaigns.selectors import (
     Viewer,
     lore_visible_to,
     search_turns,
     turns_visible_to,
 )
+from campaigns.selectors_packs import pin_id_rows
 from context_engine.memory import merge_key
 from context_engine.memory._text import clip_words
 
@@ -30,6 +32,7 @@ RETRIEVAL_COMMANDS = ("search", "lore", "timeline")
 MAX_RESULTS = 10
 MAX_TIMELINE = 30
 MAX_PINNED = 10
+PINS_READ = 5  # a pack reads the role's newest five pins
 SNIPPET_WORDS = 60
 MAX_QUERY_CHARS = 200
 _RANGE = re.compile(r"^\s*(\d{1,6})\s*(?:\.\.|–|-)?\s*(\d{1,6})?\s*$")
@@ -179,12 +182,22 @@ def pin_reasons(*, experiment_id: int, role: str) -> dict[str, str]:
 
 def pinned_for_role(*, experiment_id: int, role: str, viewer: Viewer) -> tuple[list, list]:
     """(turns, lore) the role pinned since its last own turn, re-read as ``viewer``."""
-    pins = _live_pins(experiment_id, role)  # one query when nothing is pinned
+    pins = pin_id_rows(experiment_id=experiment_id, role=role, count=PINS_READ)
+    return pinned_from_rows(pins, experiment_id=experiment_id, viewer=viewer)
+
+
+def pinned_from_rows(pins: list[tuple], *, experiment_id: int, viewer: Viewer) -> tuple[list, list]:
+    """(turns, lore) of the pin rows of `selectors_packs.pin_id_query`, re-read as ``viewer``
+    (no query at all when nothing is pinned)."""
     turn_ids: list[int] = []
     lore_ids: list[int] = []
-    for pin in pins:
-        turn_ids += [i for i in pin.turn_ids if isinstance(i, int) and i not in turn_ids]
-        lore_ids += [i for i in pin.lore_ids if isinstance(i, int) and i not in lore_ids]
+    for pin_turns, pin_lore in pins:
+        turn_ids += [
+            i for i in json_value(pin_turns) or () if isinstance(i, int) and i not in turn_ids
+        ]
+        lore_ids += [
+            i for i in json_value(pin_lore) or () if isinstance(i, int) and i not in lore_ids
+        ]
     if not turn_ids and not lore_ids:
         return [], []
     turns = {
