@@ -169,53 +169,98 @@ class Observation:
     named: bool  # a naming pattern introduced it (or a DM tag)
 
 
+# Cues around a term, compiled once. Each is matched next to an occurrence of the term
+# (`_cued`): built into one pattern per term instead, the long verb alternations would be
+# compiled again for every new term, which was most of hydration's time.
+_BEFORE_LANGUAGE = re.compile(r"\b(?:speak|speaks|spoke|speaking|fluent in|written in)\s+\Z")
+_AFTER_GROUP = re.compile(r"\s+(?:are|were)\s+(?:the|a|an)\b")
+_BEFORE_IN = re.compile(
+    r"\b(?:in|at|into|inside|within|near|through|across|beyond|reach\w*|enter\w*)\s+"
+    r"(?:the\s+)?\Z"
+)
+_BEFORE_MOTION = re.compile(
+    r"\b" + _MOTION + r"\s+(?:\w+\s+)?(?:to|from|toward|towards)\s+(?:the\s+)?\Z"
+)
+_BEFORE_FROM = re.compile(r"\b" + _FROM + r"\s+(?:\w+\s+)?from\s+(?:the\s+)?\Z")
+_BEFORE_OF = re.compile(
+    r"\b(?:heart|edge|outskirts|centre|center|streets|gates|walls|ruler|mayor)\s+of\s+"
+    r"(?:the\s+)?\Z"
+)
+_BEFORE_CALLED = re.compile(r"\bwhat(?:'s|’s| is)\s+called\s+(?:the\s+)?\Z", re.I)
+_BEFORE_SPELL = re.compile(_SPELL + r"\s+(?:a\s+|an\s+|the\s+|of\s+)?\Z", re.I)
+_AFTER_SPELL = re.compile(r"\s+(?:spell|cantrip|ritual|incantation)\b", re.I)
+_BEFORE_ITEM = re.compile(_ITEM + r"\s+(?:a\s+|an\s+|the\s+|his\s+|her\s+|their\s+|my\s+)?\Z", re.I)
+_AFTER_CHECK = re.compile(r"\s+(?:check|save|saving throw|roll|modifier|bonus)\b", re.I)
+
+
+@lru_cache(maxsize=4096)
+def _term_pattern(term: str, ignore_case: bool) -> re.Pattern:
+    return re.compile(re.escape(term), re.I if ignore_case else 0)
+
+
+def _word_boundary(text: str, index: int) -> bool:
+    """``\\b`` at ``index``: a word character on exactly one side."""
+    before = index > 0 and (text[index - 1].isalnum() or text[index - 1] == "_")
+    after = index < len(text) and (text[index].isalnum() or text[index] == "_")
+    return before != after
+
+
+def _cued(
+    term: str,
+    sentence: str,
+    *,
+    before: re.Pattern | None = None,
+    after: re.Pattern | None = None,
+    ignore_case: bool = False,
+    word_end: bool = True,
+) -> bool:
+    """Whether ``before`` ends right where the term starts (``before`` is anchored with
+    ``\\Z``), or ``after`` starts right where it ends, somewhere in ``sentence``: the same
+    as one pattern ``before + term + \\b`` (or ``term + after``) searched over it."""
+    for match in _term_pattern(term, ignore_case).finditer(sentence):
+        start, end = match.span()
+        if word_end and not _word_boundary(sentence, end):
+            continue
+        if before is not None and before.search(sentence, 0, start):
+            return True
+        if after is not None and after.match(sentence, end):
+            return True
+    return False
+
+
 def _cue(term: str, sentence: str) -> str | None:
     """The category a sentence's wording gives ``term``, or None when it says nothing."""
-    t = re.escape(term)
     words = term.split()
     if term[:1].isupper() and words[0].lower() in TITLES and len(words) > 1:
         return "npc"
     if term[:1].isupper() and words[0].lower() in FACTION_WORDS and len(words) > 1:
         return "faction"  # "House Thunderbrand", "Order of the Ember"
-    if re.search(
-        r"\b(?:speak|speaks|spoke|speaking|fluent in|written in)\s+" + t + r"\b", sentence
-    ):
+    if term.lower() not in sentence.lower():
+        return None  # every cue below names the term
+    if _cued(term, sentence, before=_BEFORE_LANGUAGE):
         return "term"  # a language: "Pike speaks Dwarvish"
     if len(words) == 1 and term[:1].isupper() and singular(term) != term:
         # "the Carvers", "the Geometers": a plural name is a group wherever it stands
-        if re.search(r"\b" + t + r"\s+(?:are|were)\s+(?:the|a|an)\b", sentence):
-            return "faction"
-        return None
-    if re.search(
-        r"\b(?:in|at|into|inside|within|near|through|across|beyond|reach\w*|enter\w*)\s+"
-        r"(?:the\s+)?" + t + r"\b",
-        sentence,
+        group = any(
+            _word_boundary(sentence, m.start()) and _AFTER_GROUP.match(sentence, m.end())
+            for m in _term_pattern(term, False).finditer(sentence)
+        )
+        return "faction" if group else None
+    if _cued(term, sentence, before=_BEFORE_IN) or _cued(term, sentence, before=_BEFORE_MOTION):
+        return "location"
+    if _cued(term, sentence, before=_BEFORE_FROM):
+        return "location"
+    if _cued(term, sentence, before=_BEFORE_OF) or _cued(
+        term, sentence, before=_BEFORE_CALLED, ignore_case=True
     ):
-        return "location"
-    if re.search(
-        r"\b" + _MOTION + r"\s+(?:\w+\s+)?(?:to|from|toward|towards)\s+(?:the\s+)?" + t + r"\b",
-        sentence,
-    ):
-        return "location"
-    if re.search(r"\b" + _FROM + r"\s+(?:\w+\s+)?from\s+(?:the\s+)?" + t + r"\b", sentence):
-        return "location"
-    if re.search(
-        r"\b(?:heart|edge|outskirts|centre|center|streets|gates|walls|ruler|mayor)\s+of\s+"
-        r"(?:the\s+)?" + t + r"\b",
-        sentence,
-    ) or re.search(r"\bwhat(?:'s|’s| is)\s+called\s+(?:the\s+)?" + t + r"\b", sentence, re.I):
         return "location"  # "in the heart of Draconia", "find what's called the Stone's Pillow"
-    if re.search(
-        _SPELL + r"\s+(?:a\s+|an\s+|the\s+|of\s+)?" + t + r"\b", sentence, re.I
-    ) or re.search(t + r"\s+(?:spell|cantrip|ritual|incantation)\b", sentence, re.I):
-        return "term"
-    if re.search(
-        _ITEM + r"\s+(?:a\s+|an\s+|the\s+|his\s+|her\s+|their\s+|my\s+)?" + t + r"\b",
-        sentence,
-        re.I,
+    if _cued(term, sentence, before=_BEFORE_SPELL, ignore_case=True) or _cued(
+        term, sentence, after=_AFTER_SPELL, ignore_case=True, word_end=False
     ):
+        return "term"
+    if _cued(term, sentence, before=_BEFORE_ITEM, ignore_case=True):
         return "artifact"
-    if re.search(t + r"\s+(?:check|save|saving throw|roll|modifier|bonus)\b", sentence, re.I):
+    if _cued(term, sentence, after=_AFTER_CHECK, ignore_case=True, word_end=False):
         return "term"
     return None
 
