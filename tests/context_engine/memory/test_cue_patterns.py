@@ -99,11 +99,16 @@ PIECES = [
 @settings(max_examples=400, deadline=None)
 @given(
     term=st.sampled_from(TERMS),
-    parts=st.lists(st.sampled_from(PIECES + TERMS + [t.lower() for t in TERMS]), max_size=9),
-    joiner=st.sampled_from([" ", "  ", ""]),
+    parts=st.lists(
+        st.tuples(
+            st.sampled_from(PIECES + TERMS + [t.lower() for t in TERMS]),
+            st.sampled_from([" ", " ", "  ", ""]),
+        ),
+        max_size=9,
+    ),
 )
-def test_the_fast_cues_give_the_reference_category_for_any_sentence(term, parts, joiner):
-    sentence = joiner.join(parts)
+def test_the_fast_cues_give_the_reference_category_for_any_sentence(term, parts):
+    sentence = "".join(piece + gap for piece, gap in parts)
     assert _cue(term, sentence) == reference_cue(term, sentence)
 
 
@@ -115,3 +120,4 @@ def test_each_cue_still_names_its_category():
     assert _cue("Fireball", "I cast a Fireball at them.") == "term"
     assert _cue("Void Blade", "She drew the Void Blade.") == "artifact"
     assert _cue("Draconia", "Draconiana is a word.") is None
+    assert _cue("Draconia", "We reached Draconiana.") is None  # not the whole word
