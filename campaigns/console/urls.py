@@ -27,6 +27,11 @@ urlpatterns = [
         name="turn_reveal",
     ),
     path("campaigns/<str:pk>/jobs/<str:job_id>/", campaign.job_progress, name="job"),
+    path(
+        "campaigns/<str:pk>/jobs/<str:job_id>/skip/",
+        campaign.human_skip_post,
+        name="human_skip",
+    ),
     path("campaigns/<str:pk>/whispers/", whispers.whispers, name="whispers"),
     path("campaigns/<str:pk>/whispers/post/", whispers.whisper_post, name="whisper_post"),
     path("campaigns/<str:pk>/notes/", notes.notes, name="notes"),

@@ -348,6 +348,24 @@ def human_timeout(*, job_id, round_: int, step: str, role: str, now=None) -> str
     return _Round(job, None).time_out(step=step, role=role, seconds=seconds)
 
 
+def human_skip(*, experiment: Experiment, job: Job) -> str:
+    """The DM side moves on without the human the round waits for (they are away): the
+    experiment's ``human_timeout_policy`` applies at once, as on a timeout. A round that
+    no longer waits is a ValidationError; the skip is stored once, like any step."""
+    if job.experiment_id != experiment.pk or job.kind != Job.Kind.ROUND:
+        raise ValidationError({"job": ["No such round in this campaign."]})
+    job.refresh_from_db()
+    waiting = (job.result or {}).get("waiting") or {}
+    if job.status != Job.Status.WAITING or not waiting.get("role"):
+        raise ValidationError({"job": ["This round is not waiting for anyone."]})
+    done = _Round(job, None).time_out(
+        step=waiting["step"], role=waiting["role"], seconds=None, skipped=True
+    )
+    if done in ("failed", "no such role"):
+        raise ValidationError({"job": [f"Could not skip {waiting['role']} ({done})."]})
+    return done
+
+
 # -- running a round ---------------------------------------------------------------------
 
 
@@ -772,9 +790,10 @@ class _Round:
         self._commit(step, participant, RoundStep.Status.FAILED, self._note(note), error=reason)
 
     # a human who did not act ------------------------------------------------------
-    def time_out(self, *, step: str, role: str, seconds: int) -> str:
+    def time_out(self, *, step: str, role: str, seconds: int | None, skipped: bool = False) -> str:
         """Store the human's step as timed out (a note, or the DM's narration of the
-        hesitation) and send the round on. Returns what was done."""
+        hesitation) and send the round on; ``skipped``: the DM side moved on at once.
+        Returns what was done."""
         participant = self.by_role.get(role)
         if participant is None or self.dm is None:
             return "no such role"
@@ -799,8 +818,9 @@ class _Round:
             except _StepFailed as exc:
                 log.warning("the DM could not narrate %s's hesitation: %s", role, exc)
         if write is None:
+            why = "was skipped by the DM" if skipped else f"did not act within {seconds} s"
             write = self._note(
-                f"Relay: {role} did not act within {seconds} s in round {self.round} "
+                f"Relay: {role} {why} in round {self.round} "
                 f"({step}); the round went on without them."
             )
         self.result = dict(self.job.result or {})
@@ -816,7 +836,8 @@ class _Round:
                     outcome=done,
                 )
                 if stored:
-                    _continue(self.job, f"{role} did not act in time ({done}); the round goes on")
+                    why = "was skipped" if skipped else "did not act in time"
+                    _continue(self.job, f"{role} {why} ({done}); the round goes on")
         except (ValidationError, DatabaseError) as exc:
             log.warning("could not store %s's timeout: %s", role, exc)
             return "failed"

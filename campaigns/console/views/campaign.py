@@ -342,6 +342,29 @@ def _lookup(request, access, form, line):
 
 @login_required
 @require_POST
+def human_skip_post(request, pk, job_id):
+    """The DM side skips the human a waiting round waits for; answers the progress bar."""
+    access = console_access.experiment_for(request, pk, write=True)
+    job, job_access = console_access.get_job_for(request, job_id)
+    if job_access.experiment.pk != access.experiment.pk:
+        raise Http404("No such job in this campaign.")
+    form = CommandForm({"command": "round"})  # bound, so a refusal shows on the bar
+    form.is_valid()
+    try:
+        relay.human_skip(experiment=access.experiment, job=job)
+    except ValidationError as exc:
+        attach_errors(form, exc)
+    job.refresh_from_db()
+    if form.errors:
+        ctx = {"experiment": access.experiment, "command_form": form, "job": job}
+        return page(request, "campaigns/console/_job_progress.html", ctx, status=INVALID)
+    if not request.htmx:
+        return redirect("console:campaign", pk=access.experiment.pk)
+    return _progress_response(request, access, job)
+
+
+@login_required
+@require_POST
 def command_post(request, pk):
     """Run a round, /checkpoint, /compress or /clear: answers the job's progress bar."""
     access = console_access.experiment_for(request, pk, write=True)
