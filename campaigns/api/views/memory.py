@@ -116,6 +116,10 @@ class CommandView(ApiView):
         role = data.get("role")
         if role:
             check_context_role(access, role)
+            if not access.can_edit and role != access.viewer.role:
+                # A lookup pins into that role's next pack: a write, so the DM side's (or
+                # the role's own), never a judge's, who may only read other packs.
+                raise PermissionDenied("You may pin lookups only into your own role's pack.")
             viewer = selectors.viewer_for_role(experiment=access.experiment, role=role)
         else:
             viewer = access.viewer  # a player: their own role; an editor: the whole log

@@ -112,3 +112,12 @@ def test_a_player_searches_only_as_themselves_and_strangers_see_nothing(
     checkpoint = api(player).post(url(told), {"command": "checkpoint"}, format="json")
     assert checkpoint.status_code == 403
     assert not RetrievalPin.objects.exists()
+
+
+def test_a_judge_reads_any_pack_but_cannot_pin_lookups_into_another_roles(api, judge):
+    experiment = judge.participations.get().experiment
+    response = api(judge).post(
+        url(experiment), {"command": "search", "query": "oil", "role": "Thorin"}, format="json"
+    )
+    assert response.status_code == 403
+    assert not RetrievalPin.objects.filter(experiment=experiment, role="Thorin").exists()
