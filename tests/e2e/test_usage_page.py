@@ -42,7 +42,9 @@ def test_the_owner_reads_usage_per_round_and_agent(page, live_server, settings, 
     rows = page.locator("#usage-agents tbody tr").all_inner_texts()
     assert [row.split("\t")[0] for row in rows][:2] == ["DM", "Thorin"]
     page.select_option("#usage-round", "1")  # htmx swaps the agent table only
-    page.wait_for_selector("#usage-agents h3:has-text('Round 1 by agent')")
+    # Settled: htmx wires up the swapped-in form (its change trigger) only when it drops
+    # `htmx-added`; a change before that would send nothing.
+    page.wait_for_selector("#usage-agents:not(.htmx-added) h3:has-text('Round 1 by agent')")
     assert "first call" in page.locator("#usage-agents").inner_text()
     page.select_option("#usage-round", "3")
     page.wait_for_selector("#usage-agents h3:has-text('Round 3 by agent')")
