@@ -150,6 +150,9 @@ TEMPLATES = [
 ]
 
 # --- Database -------------------------------------------------------------------------
+# PostgreSQL: prepared statements for the pack loader (turn off behind a connection pooler
+# that cannot keep them, e.g. PgBouncer before 1.21 in transaction mode).
+BABEL_PG_PREPARE = _bool("BABEL_PG_PREPARE", True)
 DATABASE_URL = env.str("DATABASE_URL", default="").strip()
 if DATABASE_URL:
     if urlparse(DATABASE_URL).scheme not in {"postgres", "postgresql", "sqlite"}:
@@ -163,6 +166,16 @@ if DATABASE_URL:
     if _db["ENGINE"].endswith("postgresql"):
         _db.setdefault("CONN_MAX_AGE", 60)
         _db["CONN_HEALTH_CHECKS"] = True
+        if BABEL_PG_PREPARE:
+            # The pack loader's batched reads are prepared once per connection and run on
+            # a generic plan (`campaigns.precompiled.run_all`): planning them cost more than
+            # running them. Django's own queries are never prepared (client-side binding);
+            # the threshold only lets an explicit prepare through.
+            _options = _db.setdefault("OPTIONS", {})
+            _options.setdefault("prepare_threshold", 2**31 - 1)
+            _options["options"] = (
+                _options.get("options", "") + " -c plan_cache_mode=force_generic_plan"
+            ).strip()
 else:
     _db = {"ENGINE": "django.db.backends.sqlite3", "NAME": BASE_DIR / "db.sqlite3"}
 if _db["ENGINE"].endswith("sqlite3"):

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from django.db import connection
 from django.db.models import QuerySet
 
@@ -158,13 +160,46 @@ def run_all(queries: Sequence[Query | None]) -> list[list[tuple]]:
             f"FROM ({query.compiled.sql}) AS {alias})"
         )
         params += query.compiled.bind(query.values)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT " + ", ".join(parts), params)
-        row = cursor.fetchone()
+    row = _fetch_one("SELECT " + ", ".join(parts), params)
     for (i, query), cell in zip(live, row, strict=True):
         decoded = json.loads(cell) if isinstance(cell, str | bytes) else cell
         results[i] = query.finish([tuple(values) for values in decoded])
     return results
+
+
+def _fetch_one(sql: str, params: list[Any]) -> tuple:
+    """The statement's one row; prepared on PostgreSQL when the connection allows it.
+
+    A batched pack read took ~2.7 ms to plan and ~1 ms to run. Prepared (once per
+    connection and statement shape; psycopg keeps the names) and run on a generic plan
+    (`plan_cache_mode`, set with `BABEL_PG_PREPARE`), it is planned once. Queries still
+    go through Django's cursor wrapper (errors, execute wrappers) and are logged like any
+    other when queries are being recorded.
+    """
+    with connection.cursor() as cursor:
+        raw_connection = cursor.cursor.connection
+        if connection.vendor != "postgresql" or raw_connection.prepare_threshold is None:
+            cursor.execute(sql, params)
+            return cursor.fetchone()
+        started = time.monotonic()
+        with connection.make_cursor(_PreparingCursor(raw_connection)) as prepared:
+            prepared.execute(sql, params)
+            row = prepared.fetchone()
+        if connection.queries_logged:
+            connection.queries_log.append(
+                {
+                    "sql": psycopg.ClientCursor(raw_connection).mogrify(sql, params),
+                    "time": f"{time.monotonic() - started:.3f}",
+                }
+            )
+        return row
+
+
+class _PreparingCursor(psycopg.Cursor):
+    """Binds parameters on the server and prepares every statement it runs."""
+
+    def execute(self, query, params=None, *, prepare=None, binary=None):
+        return super().execute(query, params, prepare=True, binary=binary)
 
 
 def _hashable(value: Any) -> bool:

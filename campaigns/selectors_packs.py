@@ -76,13 +76,26 @@ def _slot_viewer(slots, viewer: Viewer) -> Viewer:
 def _values(viewer: Viewer, **values) -> dict:
     if not viewer.omniscient:
         values["role"] = viewer.role or ""
+    values["cap"] = CAP
     return values
 
 
-def _nth_newest_seq(transcript, n: int):
-    """The seq of the Nth-newest turn of ``transcript``, as a subquery (0 with fewer)."""
+# "round >= a" and "seq >= a" are written as closed ranges up to the largest value the
+# columns hold: the same rows, but a prepared statement's generic plan
+# (`precompiled.run_all`) estimates a closed range on unknown values as narrow and walks
+# the (experiment, round, seq) or (experiment, seq) index; an open one it plans as a
+# third of the table, read in full.
+CAP = 2**31 - 1
+
+
+def _from_round(slots) -> Q:
+    return Q(round__range=(slots.int("from_round"), slots.int("cap")))
+
+
+def _from_nth_newest(slots, transcript, n: int) -> Q:
+    """Turns from the Nth-newest of ``transcript`` on (all of them with fewer)."""
     nth = transcript.order_by("-seq").values("seq")[n - 1 : n]
-    return Coalesce(Subquery(nth), Value(0))
+    return Q(seq__range=(Coalesce(Subquery(nth), Value(0)), slots.int("cap")))
 
 
 def window_turn_rows(**kwargs) -> list[tuple]:
@@ -114,14 +127,16 @@ def window_turn_query(
         ).order_by()
         parts = []
         if from_round is not None:
-            parts.append(visible.filter(round__gte=slots.int("from_round")))
+            parts.append(visible.filter(_from_round(slots)))
         if hinge_from_round is not None:
             parts.append(visible.filter(hinge=True, round__gte=slots.int("hinge_from_round")))
         if last_turns:
             transcript = visible.exclude(kind=Turn.Kind.MONOLOGUE)
-            parts.append(visible.filter(seq__gte=_nth_newest_seq(transcript, last_turns)))
+            parts.append(visible.filter(_from_nth_newest(slots, transcript, last_turns)))
         parts = [part.values_list(*TURN_COLUMNS) for part in parts]
-        return parts[0].union(*parts[1:]) if len(parts) > 1 else parts[0]
+        # In seq order: a UNION's own order is whatever plan the database picked.
+        union = parts[0].union(*parts[1:]) if len(parts) > 1 else parts[0]
+        return union.order_by("seq")
 
     compiled = compile_once(("window", _shape(viewer), parts_key), build)
     values = _values(
@@ -198,14 +213,14 @@ def whisper_stub_query(
         if from_round is not None or last_turns:
             ranges = Q(pk__in=[])
             if from_round is not None:
-                ranges |= Q(round__gte=slots.int("from_round"))
+                ranges |= _from_round(slots)
             if last_turns:
                 transcript = selectors.turns_visible_to(
                     experiment=experiment, viewer=_slot_viewer(slots, viewer)
                 ).exclude(kind=Turn.Kind.MONOLOGUE)
-                ranges |= Q(seq__gte=_nth_newest_seq(transcript, last_turns))
+                ranges |= _from_nth_newest(slots, transcript, last_turns)
             unreadable = unreadable.filter(ranges)
-        return unreadable.values_list(*STUB_COLUMNS)
+        return unreadable.order_by("seq").values_list(*STUB_COLUMNS)
 
     key = ("stubs", _shape(viewer), from_round is not None, last_turns, full)
     compiled = compile_once(key, build)
@@ -254,10 +269,14 @@ def newest_summary_query(*, experiment_id: int, viewer: Viewer, own_key: str) ->
         newest_strategic = readable.filter(
             kind=Summary.Kind.STRATEGIC, audience_key=slots.str("own_key")
         ).order_by("-id")
-        return Summary.objects.filter(
-            Q(pk=Subquery(newest_digest.values("pk")[:1]))
-            | Q(pk=Subquery(newest_strategic.values("pk")[:1]))
-        ).values_list(*SUMMARY_COLUMNS)
+        return (
+            Summary.objects.filter(
+                Q(pk=Subquery(newest_digest.values("pk")[:1]))
+                | Q(pk=Subquery(newest_strategic.values("pk")[:1]))
+            )
+            .order_by("id")
+            .values_list(*SUMMARY_COLUMNS)
+        )
 
     compiled = compile_once(("summaries", _shape(viewer)), build)
     return Query(compiled, _values(viewer, experiment=experiment_id, own_key=own_key))

@@ -1,0 +1,104 @@
+"""On PostgreSQL the pack loader's batched reads are prepared and run on generic plans
+(`precompiled.run_all`, `BABEL_PG_PREPARE`): planned once per connection, and — what a
+generic plan could get wrong — never by reading a whole campaign's turns."""
+
+from __future__ import annotations
+
+import re
+from itertools import count
+
+import pytest
+from django.db import connection
+from psycopg import sql as pgsql
+
+from campaigns import bench, precompiled
+from campaigns.models import Experiment
+from campaigns.services.context import pack_for_role
+from context_engine.types import STRATEGIES
+from tests.services import database_is_postgres, unavailable
+
+pytestmark = pytest.mark.django_db
+
+INPUT = "Where did we leave the brinewick oil and the ashfern tonic?"
+TURNS = 4000  # enough for the planner to prefer a sequential scan over an unbounded range
+
+
+@pytest.fixture
+def campaign():
+    if not database_is_postgres():
+        unavailable("prepared statements and generic plans are PostgreSQL's")
+    experiment = bench.create_campaign(TURNS)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE campaigns_turn")
+    return experiment
+
+
+def _pack_statements() -> dict[str, tuple[int, int]]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements "
+            "WHERE statement LIKE 'SELECT (SELECT coalesce(json_agg(%%'"
+        )
+        return {row[0]: (row[1], row[2]) for row in cursor.fetchall()}
+
+
+def test_pack_reads_are_prepared_once_and_never_planned_again(campaign):
+    before = _pack_statements()
+    for _ in range(4):
+        pack_for_role(experiment=campaign, role="Thorin", input_text=INPUT, use_cache=False)
+    after = _pack_statements()
+    ran = {sql: plans for sql, plans in after.items() if plans != before.get(sql)}
+    assert len(ran) == 2  # the two round trips of a pack
+    for generic, custom in ran.values():
+        assert custom == 0
+        assert generic >= 4
+
+
+@pytest.mark.parametrize("strategy", [s for s in STRATEGIES if s != "full_history"])
+@pytest.mark.parametrize("role", ["DM", "Thorin"])
+def test_no_generic_plan_of_a_pack_reads_every_turn(campaign, monkeypatch, strategy, role):
+    """``full_history`` reads the whole history by definition; every other strategy reads a
+    window, and its generic plan must walk an index to it (an open ``round >= $1`` is
+    planned as a third of the table: a sequential scan)."""
+    Experiment.objects.filter(pk=campaign.pk).update(config={"strategy": strategy})
+    statements: list[tuple[str, list]] = []
+    real_fetch = precompiled._fetch_one
+
+    def recording(sql, params):
+        statements.append((sql, params))
+        return real_fetch(sql, params)
+
+    monkeypatch.setattr(precompiled, "_fetch_one", recording)
+    pack_for_role(experiment=campaign.pk, role=role, input_text=INPUT, use_cache=False)
+
+    assert statements
+    for sql, params in statements:
+        plan = _generic_plan(sql, params)
+        assert "Seq Scan on campaigns_turn" not in plan, plan
+
+
+def _generic_plan(sql: str, params: list) -> str:
+    numbers = count(1)
+    numbered = re.sub(r"%%|%s", lambda m: "%" if m[0] == "%%" else f"${next(numbers)}", sql)
+    raw = connection.connection
+    values = ", ".join(pgsql.Literal(value).as_string(raw) for value in params)
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW plan_cache_mode")
+        assert cursor.fetchone()[0] == "force_generic_plan"
+        cursor.execute(f"PREPARE plan_probe AS {numbered}".replace("%", "%%"))
+        try:
+            cursor.execute(f"EXPLAIN EXECUTE plan_probe({values})".replace("%", "%%"))
+            return "\n".join(row[0] for row in cursor.fetchall())
+        finally:
+            cursor.execute("DEALLOCATE plan_probe")
+
+
+def test_without_prepared_statements_the_same_pack_is_read_unprepared(campaign, monkeypatch):
+    """`BABEL_PG_PREPARE=false` (for poolers that cannot keep prepared statements) leaves
+    psycopg's threshold unset: the reads run as plain statements and give the same pack."""
+    prepared = pack_for_role(experiment=campaign, role="Cassia", input_text=INPUT, use_cache=False)
+    before = _pack_statements()
+    monkeypatch.setattr(connection.connection, "prepare_threshold", None)
+    plain = pack_for_role(experiment=campaign, role="Cassia", input_text=INPUT, use_cache=False)
+    assert _pack_statements() == before
+    assert plain == prepared
