@@ -10,6 +10,9 @@ observations, and ask `admits` whether a term has now earned an entry. Rules (is
   named Brannoc", "the city of Lowmere") or the DM tagged it.
 - Coined phrases built from common words ("trust ledger") need three uses.
 - Out-of-character talk is never a source (`tabletalk.strip_out_of_character`).
+
+What a sentence's wording says about a term (its category, a naming pattern) is
+`memory.cues`; lowercase coinages are found by `memory.phrases`.
 """
 
 from __future__ import annotations
@@ -17,141 +20,25 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from functools import lru_cache
-from itertools import pairwise
 
 from context_engine.memory._text import sentences
-from context_engine.memory.extraction import _hits_in_sentence, _lower_runs, _qualifies, merge_key
-from context_engine.memory.tabletalk import is_meta_talk, is_table_word, strip_out_of_character
-from context_engine.memory.vocabulary import (
-    COMMON_ZIPF,
-    FACTION_WORDS,
-    RARE_ZIPF,
-    STOPWORDS,
-    TITLES,
-    guess_category,
-    singular,
-    zipf,
+from context_engine.memory.cues import cue as category_cue
+from context_engine.memory.cues import named_names, naming
+from context_engine.memory.extraction import _hits_in_sentence, merge_key
+from context_engine.memory.kinds import (
+    COMMON,
+    COMPOUND,
+    KIND_ORDER,
+    NAME,
+    PHRASE,
+    UNMARKED,
+    WORD,
 )
+from context_engine.memory.phrases import phrases_in_sentence
+from context_engine.memory.tabletalk import is_meta_talk, strip_out_of_character
+from context_engine.memory.vocabulary import guess_category, singular
 
-# Kinds, from the most lenient admission rule to the strictest.
-NAME, COMPOUND, PHRASE, WORD, COMMON = "name", "compound", "phrase", "word", "common"
-UNMARKED = "unmarked"  # two common words, never marked: "brass lung", "trust ledgers"
-KIND_ORDER = (NAME, COMPOUND, PHRASE, WORD, COMMON, UNMARKED)
-_RIGHT_TRIM_ZIPF = 4.5  # a phrase does not end in a word this common
-# A lowercase phrase is a coinage only around a word rarer than this: "arcane arts" (2.99)
-# or "ancient runes" are ordinary English, "mithral mine" and "ashfern tonic" are not.
-PHRASE_RARE_ZIPF = 2.5
 COMMON_USES = 3  # a coined phrase of common words must be used this many times
-
-_CAP_NAME = r"[A-Z][\w'’-]*(?:\s+(?:of\s+(?:the\s+)?|the\s+)?[A-Z][\w'’-]*)*"
-_NAMED = re.compile(
-    r"\b(?:(?P<noun>[a-z]+)\s+)?(?:named|called|known\s+as|dubbed|titled|name\s+is)\s+"
-    r"(?:the\s+)?(?P<name>" + _CAP_NAME + ")"
-)
-_PLACE_OF = re.compile(
-    r"\b(?:[Tt]he|[Aa]n?)\s+(?:[a-z][\w'’-]*\s+)?"  # "the ancient castle of", "the far-off city of"
-    r"(?P<noun>city|town|village|hamlet|port|capital|kingdom|realm|land|lands|"
-    r"isle|island|province|region|duchy|county|barony|valley|forest|fortress|citadel|castle|"
-    r"manor|empire|dominion|republic|tribe|clan|house|order|guild)\s+of\s+(?:the\s+)?"
-    r"(?P<name>" + _CAP_NAME + ")"
-)
-PLACE_NOUNS = frozenset(
-    [
-        "city",
-        "town",
-        "village",
-        "hamlet",
-        "port",
-        "capital",
-        "kingdom",
-        "realm",
-        "land",
-        "lands",
-        "isle",
-        "island",
-        "province",
-        "region",
-        "duchy",
-        "county",
-        "barony",
-        "valley",
-        "forest",
-        "fortress",
-        "citadel",
-        "tavern",
-        "inn",
-        "ship",
-        "river",
-        "lake",
-        "mountain",
-        "mountains",
-        "sea",
-        "place",
-        "keep",
-        "tower",
-        "castle",
-        "temple",
-        "street",
-        "road",
-        "district",
-    ]
-)
-FACTION_NOUNS = frozenset(
-    [
-        "empire",
-        "dominion",
-        "republic",
-        "guild",
-        "order",
-        "faction",
-        "cult",
-        "clan",
-        "tribe",
-        "house",
-    ]
-)
-ITEM_NOUNS = frozenset(
-    [
-        "sword",
-        "blade",
-        "dagger",
-        "axe",
-        "bow",
-        "staff",
-        "wand",
-        "ring",
-        "amulet",
-        "book",
-        "tome",
-        "scroll",
-        "potion",
-        "gem",
-        "stone",
-        "item",
-        "weapon",
-        "artifact",
-        "relic",
-        "shield",
-        "armor",
-        "armour",
-        "cloak",
-    ]
-)
-# Travel words: "to X" after them names a place. Plain "go/walk/come over to X" does not
-# ("walk over to Grog"), so those are left out.
-_MOTION = (
-    r"(?:travel\w*|ride|rode|riding|sail\w*|head\w*|return\w*|march\w*|flee\w*|fled|"
-    r"journey\w*|arriv\w*|bound|road|way|hail\w*|escap\w*)"
-)
-# Any coming or going "from X" names where someone comes from: "They came from Gloomfen".
-_FROM = r"(?:go|goes|going|went|gone|come|comes|came|coming|walk\w*|run|ran|fly|flew|back)"
-_SPELL = r"(?:cast|casts|casting|spell|spells|incant\w*|invok\w*|summon\w*)"
-_ITEM = (
-    r"(?:wield\w*|draw\w*|drew|carr\w*|hold\w*|held|pocket\w*|grab\w*|equip\w*|pick\w* up|"
-    r"picked up|found|finds|buy\w*|bought|sell\w*|sold|give\w*|gave|use\w*|drink\w*|drank)"
-)
-_MARKED = re.compile(r"[\"“‘'`*_]([a-z][a-z\- ]{2,60}?)[\"”’'`*_]")
 
 
 @dataclass(frozen=True)
@@ -167,329 +54,6 @@ class Observation:
     mentions: int  # sentences of the turn that name it
     mid: int  # capitalised uses not at a sentence start
     named: bool  # a naming pattern introduced it (or a DM tag)
-
-
-# Cues around a term, compiled once. Each is matched next to an occurrence of the term
-# (`_cued`): built into one pattern per term instead, the long verb alternations would be
-# compiled again for every new term, which was most of hydration's time.
-_BEFORE_LANGUAGE = re.compile(r"\b(?:speak|speaks|spoke|speaking|fluent in|written in)\s+\Z")
-_AFTER_GROUP = re.compile(r"\s+(?:are|were)\s+(?:the|a|an)\b")
-_BEFORE_IN = re.compile(
-    r"\b(?:in|at|into|inside|within|near|through|across|beyond|reach\w*|enter\w*)\s+"
-    r"(?:the\s+)?\Z"
-)
-_BEFORE_MOTION = re.compile(
-    r"\b" + _MOTION + r"\s+(?:\w+\s+)?(?:to|from|toward|towards)\s+(?:the\s+)?\Z"
-)
-_BEFORE_FROM = re.compile(r"\b" + _FROM + r"\s+(?:\w+\s+)?from\s+(?:the\s+)?\Z")
-_BEFORE_OF = re.compile(
-    r"\b(?:heart|edge|outskirts|centre|center|streets|gates|walls|ruler|mayor)\s+of\s+"
-    r"(?:the\s+)?\Z"
-)
-_BEFORE_CALLED = re.compile(r"\bwhat(?:'s|’s| is)\s+called\s+(?:the\s+)?\Z", re.I)
-_BEFORE_SPELL = re.compile(_SPELL + r"\s+(?:a\s+|an\s+|the\s+|of\s+)?\Z", re.I)
-_AFTER_SPELL = re.compile(r"\s+(?:spell|cantrip|ritual|incantation)\b", re.I)
-_BEFORE_ITEM = re.compile(_ITEM + r"\s+(?:a\s+|an\s+|the\s+|his\s+|her\s+|their\s+|my\s+)?\Z", re.I)
-_AFTER_CHECK = re.compile(r"\s+(?:check|save|saving throw|roll|modifier|bonus)\b", re.I)
-
-
-@lru_cache(maxsize=4096)
-def _term_pattern(term: str, ignore_case: bool) -> re.Pattern:
-    return re.compile(re.escape(term), re.I if ignore_case else 0)
-
-
-def _word_boundary(text: str, index: int) -> bool:
-    """``\\b`` at ``index``: a word character on exactly one side."""
-    before = index > 0 and (text[index - 1].isalnum() or text[index - 1] == "_")
-    after = index < len(text) and (text[index].isalnum() or text[index] == "_")
-    return before != after
-
-
-def _cued(
-    term: str,
-    sentence: str,
-    *,
-    before: re.Pattern | None = None,
-    after: re.Pattern | None = None,
-    ignore_case: bool = False,
-    word_end: bool = True,
-) -> bool:
-    """Whether ``before`` ends right where the term starts (``before`` is anchored with
-    ``\\Z``), or ``after`` starts right where it ends, somewhere in ``sentence``: the same
-    as one pattern ``before + term + \\b`` (or ``term + after``) searched over it."""
-    for match in _term_pattern(term, ignore_case).finditer(sentence):
-        start, end = match.span()
-        if word_end and not _word_boundary(sentence, end):
-            continue
-        if before is not None and before.search(sentence, 0, start):
-            return True
-        if after is not None and after.match(sentence, end):
-            return True
-    return False
-
-
-def _cue(term: str, sentence: str) -> str | None:
-    """The category a sentence's wording gives ``term``, or None when it says nothing."""
-    words = term.split()
-    if term[:1].isupper() and words[0].lower() in TITLES and len(words) > 1:
-        return "npc"
-    if term[:1].isupper() and words[0].lower() in FACTION_WORDS and len(words) > 1:
-        return "faction"  # "House Thunderbrand", "Order of the Ember"
-    if term.lower() not in sentence.lower():
-        return None  # every cue below names the term
-    if _cued(term, sentence, before=_BEFORE_LANGUAGE):
-        return "term"  # a language: "Pike speaks Dwarvish"
-    if len(words) == 1 and term[:1].isupper() and singular(term) != term:
-        # "the Carvers", "the Geometers": a plural name is a group wherever it stands
-        group = any(
-            _word_boundary(sentence, m.start()) and _AFTER_GROUP.match(sentence, m.end())
-            for m in _term_pattern(term, False).finditer(sentence)
-        )
-        return "faction" if group else None
-    if _cued(term, sentence, before=_BEFORE_IN) or _cued(term, sentence, before=_BEFORE_MOTION):
-        return "location"
-    if _cued(term, sentence, before=_BEFORE_FROM):
-        return "location"
-    if _cued(term, sentence, before=_BEFORE_OF) or _cued(
-        term, sentence, before=_BEFORE_CALLED, ignore_case=True
-    ):
-        return "location"  # "in the heart of Draconia", "find what's called the Stone's Pillow"
-    if _cued(term, sentence, before=_BEFORE_SPELL, ignore_case=True) or _cued(
-        term, sentence, after=_AFTER_SPELL, ignore_case=True, word_end=False
-    ):
-        return "term"
-    if _cued(term, sentence, before=_BEFORE_ITEM, ignore_case=True):
-        return "artifact"
-    if _cued(term, sentence, after=_AFTER_CHECK, ignore_case=True, word_end=False):
-        return "term"
-    return None
-
-
-def _named_names(sentence: str) -> list[str]:
-    """The names naming patterns introduce in ``sentence``, as written."""
-    names = [m.group("name") for m in _PLACE_OF.finditer(sentence)]
-    names += [m.group("name") for m in _NAMED.finditer(sentence)]
-    names = [re.sub(r"['’]s$", "", name) for name in names]
-    # "named Lord and Lady Briarwood": a title alone names no one
-    return [name for name in names if name.lower() not in TITLES]
-
-
-def _naming(sentence: str) -> dict[str, str]:
-    """merge key → category for names a naming pattern introduces in ``sentence``."""
-    named: dict[str, str] = {}
-    for match in _PLACE_OF.finditer(sentence):
-        noun = match.group("noun").lower()
-        category = "faction" if noun in FACTION_NOUNS else "location"
-        named.setdefault(merge_key(match.group("name")), category)
-    for match in _NAMED.finditer(sentence):
-        if match.group("name").lower() in TITLES:
-            continue
-        noun = (match.group("noun") or "").lower()
-        if noun in PLACE_NOUNS:
-            category = "location"
-        elif noun in FACTION_NOUNS:
-            category = "faction"
-        elif noun in ITEM_NOUNS:
-            category = "artifact"
-        else:
-            category = "npc"
-        named.setdefault(merge_key(match.group("name")), category)
-    return named
-
-
-def _split(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-@lru_cache(maxsize=65536)
-def _content(word: str) -> bool:
-    return (
-        word not in STOPWORDS
-        and len(word) >= 3
-        and not word.endswith("ly")
-        and not is_table_word(word)
-    )
-
-
-def _phrases_in_sentence(sentence: str, known: frozenset[str]) -> list[tuple[str, str]]:
-    """(phrase, kind) for lowercase phrases: rare-word n-grams, marked or known coinages."""
-    found: list[tuple[str, str]] = []
-    for match in _MARKED.finditer(sentence):
-        words = match.group(1).split()
-        if 2 <= len(words) <= 3 and all(_content(w.strip("-")) for w in words):
-            found.append((" ".join(words), COMMON))
-    for run in _lower_runs(sentence):
-        for first, second in pairwise(run):
-            second = re.sub(r"['’]s$", "", second)
-            if _coinable_pair(first, second):
-                found.append((f"{first} {second}", UNMARKED))
-        has_rare = any(base_zipf(w) < PHRASE_RARE_ZIPF for w in run)
-        if not has_rare and not known:
-            continue  # the common case: nothing in this run can be a phrase
-        for size in (2, 3, 4):
-            for start in range(len(run) - size + 1):
-                words = run[start : start + size]
-                phrase = tuple(words)
-                if any("-" in w for w in words):
-                    continue  # a hyphenated compound is a candidate of its own
-                if (
-                    has_rare
-                    and _qualifies(phrase)
-                    and min(base_zipf(w) for w in words) < PHRASE_RARE_ZIPF
-                ):
-                    while (
-                        len(words) > 2
-                        and zipf(words[0]) >= COMMON_ZIPF
-                        and min(zipf(w) for w in words[1:]) < RARE_ZIPF
-                    ):
-                        words = words[1:]
-                    if (
-                        len(words) >= 2
-                        and zipf(words[0]) >= COMMON_ZIPF
-                        and zipf(words[1]) < RARE_ZIPF
-                    ):
-                        continue  # "drinks ashfern": a verb before a lone rare word
-                    while len(words) > 2 and zipf(words[-1]) >= _RIGHT_TRIM_ZIPF:
-                        words = words[:-1]  # "ashfern tonic burns" → "ashfern tonic"
-                    if len(words) == 2 and "-" in words[0] and zipf(words[1]) >= _RIGHT_TRIM_ZIPF:
-                        continue  # "trust-ledgers grow": the compound is the term
-                    rare = [w for w in words if base_zipf(w) < PHRASE_RARE_ZIPF]
-                    if all(w in MODIFIERS or w.endswith(_ADJECTIVE) for w in rare):
-                        continue  # "dwarven brunch", "disdainful looks": a rare adjective
-                    if _qualifies(tuple(words)) and not set(words) & _PRONOUNS:
-                        found.append((" ".join(words), PHRASE))  # not "sigil under my cloak"
-                elif known and size <= 3 and all(_content(w) for w in words):
-                    key = merge_key(" ".join(words))
-                    if key in known:
-                        found.append((" ".join(words), COMMON))
-    # A coined word inside a two-word term is that term ("ashfern tonic"); inside a
-    # looser phrase ("remembers the thalplix") it is a candidate of its own.
-    inside = {word for phrase, _ in found if len(phrase.split()) == 2 for word in phrase.split()}
-    for match in _LONE_LOWER.finditer(sentence):
-        word = match.group()
-        if word not in inside and _coined_word(word):
-            found.append((word, PHRASE))  # "the thalplix": a coined word, needs two turns
-    return found
-
-
-# Unmarked coined phrases (issue 10, ask 4). Two adjacent lowercase content words may be
-# a coinage ("brass lung", "trust ledger"), used three times in three turns; ordinary
-# English pairs are kept out by the parts: an everyday modifier or quantity first ("good
-# luck", "next week", "ten minutes"), a generic or measuring head ("a little bit", "gold
-# pieces", "persuasion check"), or a very frequent word on either side ("make sure").
-MODIFIERS = _split(
-    """
-    good bad great big small little large huge tiny long short tall high low old new young
-    next last first second third final other same own whole full empty real true false right
-    left nice fine cool sure dark light black white red blue green grey gray brown golden
-    silver hot cold warm wet dry hard soft heavy quick fast slow early late main few many
-    much more most less least several enough every each certain single double one two three
-    four five six seven eight nine ten twenty hundred thousand half quarter poor rich free
-    open closed best better worse worst strange weird pretty beautiful huge entire only
-    total proper actual different common general local public private arcane magic magical
-    divine holy unholy sacred cursed evil demonic dwarven elven elvish human undead mystic
-    eldritch infernal celestial royal noble enchanted residential special major minor
-    ancient nearby outer inner upper lower central front back top bottom side middle distant
-    previous current recent future past whole lovely wonderful amazing awesome fantastic
-    terrible horrible ugly fancy famous loose broken cracked morning afternoon evening night
-    midnight dawn dusk noon summer winter autumn today
-    """
-)
-# Pronouns and adverbs that STOPWORDS leave out but that never start or end a coinage.
-_FUNCTION = _split(
-    """
-    anyone anybody anything everyone everybody everything someone somebody something nobody
-    nothing none else whether along around away across ever never always often already
-    together really quite rather somewhere anywhere everywhere nowhere
-    """
-)
-GENERIC_HEADS = _split(
-    """
-    time times way ways thing things stuff bit lot lots kind sort type part parts place
-    places people person guy guys one ones day days week weeks night nights morning evening
-    minute minutes hour hours year years moment moments second seconds feet foot mile miles
-    inch inches pound pounds piece pieces gold silver copper coin coins check checks roll
-    rolls save saves throw throws modifier bonus slot slots point points dice die level
-    levels round rounds turn turns action actions rest damage side sides end area areas room
-    rooms idea ideas question questions answer answers reason problem form forms shape shapes
-    """
-)
-_VERY_COMMON_PART = 5.5
-_ADJECTIVE = ("ial", "ical", "ous", "ive", "ful", "less", "able", "ible", "ary", "ing", "ish")
-
-
-_PRONOUNS = _split(
-    """
-    i me my mine you your yours he him his she her hers it its we us our
-    """
-)
-_PRONOUNS |= _split("they them their theirs myself yourself himself herself ourselves")
-_LONE_LOWER = re.compile(r"(?<![\w'’-])[a-z]{5,}(?![\w'’-])")
-
-
-@lru_cache(maxsize=65536)
-def _coined_word(word: str) -> bool:
-    """A lowercase word English does not have ("thalplix", "mithral"), nor derives from a
-    word it has ("barmaiders" from "barmaid")."""
-    if base_zipf(word) > 0 or is_table_word(word):
-        return False
-    for suffix in ("ers", "er", "ing", "ed", "s", "ish", "y"):
-        if word.endswith(suffix) and zipf(word[: -len(suffix)]) >= 2.0:
-            return False
-    return True
-
-
-def _verb_s(word: str) -> bool:
-    """A third-person verb rather than a plural noun: its -ed or -ing form is about"""
-    if not word.endswith("s") or word.endswith("ss") or len(word) < 4:
-        return False
-    stem = word[:-2] if word.endswith(("shes", "ches", "xes")) else word[:-1]
-    forms = [stem + "ed", stem + "ing"]
-    if stem.endswith("e"):
-        forms = [stem + "d", stem[:-1] + "ing"]
-    # as common as the -s form itself: "barks" (barking), "shows"; not "hearts", "lungs"
-    return max(zipf(forms[0]), zipf(forms[1])) >= zipf(word) - 0.4
-
-
-@lru_cache(maxsize=65536)
-def _coinable_pair(first: str, second: str) -> bool:
-    """Can ``first second`` be an unmarked coined phrase (see MODIFIERS above)?"""
-    if "-" in first or "-" in second or first == second or re.search(r"['’]", first):
-        return False  # compounds are their own candidates; "lung's valve" is a possessive
-    if first.endswith("s") and singular(first) != first and zipf(singular(first)) >= zipf(first):
-        return False  # "drinks dragon", "pulls chains": a verb or plural before a noun
-    if not (_content(first) and _content(second)) or {first, second} & _FUNCTION:
-        return False
-    if second.endswith(("ing", "ed")) or (
-        first.endswith(("ing", "ed", "en")) and zipf(first) >= RARE_ZIPF
-    ):
-        return False  # "driver humming", "marching song", "broken bridge": verb forms
-    if _verb_s(second):
-        return False  # "dog barks", "wind pulls": a subject and its verb
-    if first in MODIFIERS or second in MODIFIERS or singular(second) in GENERIC_HEADS:
-        return False
-    if first.endswith(_ADJECTIVE):
-        return False  # an adjective first: "official business", "dangerous place"
-    if second in GENERIC_HEADS or (first.endswith(("ing", "ed")) and zipf(first) >= COMMON_ZIPF):
-        return False  # "walking stick" is fine as a PHRASE only when rare; "looking guy" no
-    lowest = min(base_zipf(first), base_zipf(second))
-    if lowest < PHRASE_RARE_ZIPF:
-        return False  # a rare word: the PHRASE rule's business ("ashfern tonic")
-    return max(zipf(first), zipf(second)) < _VERY_COMMON_PART
-
-
-@lru_cache(maxsize=65536)
-def base_zipf(word: str) -> float:
-    """Frequency of a word or of its plain form ("glows" → "glow", "burned" → "burn")."""
-    word = word.lower()
-    forms = [word, singular(word)]
-    if word.endswith("ed"):
-        forms += [word[:-2], word[:-1]]
-    if word.endswith("ing"):
-        forms += [word[:-3], word[:-3] + "e"]
-    if word.endswith("es"):
-        forms.append(word[:-2])
-    return max(zipf(form) for form in forms if form)
 
 
 def observe(
@@ -511,12 +75,12 @@ def observe(
     if is_meta_talk(text):
         return []  # talk about the show or the players: out of character as a whole
     for sentence in sentences(text):
-        named = _naming(sentence)
+        named = naming(sentence)
         seen_here: set[str] = set()
         hits: list[tuple[str, bool, str]] = []
         found = _hits_in_sentence(sentence, skip)
         found_keys = {merge_key(term) for term, _ in found}
-        for name in _named_names(sentence):
+        for name in named_names(sentence):
             # A naming pattern introduces even an everyday word: "a cleric named Pike".
             if merge_key(name) not in found_keys and name not in skip:
                 found.append((name, False))
@@ -529,7 +93,7 @@ def observe(
             else:
                 kind = COMPOUND  # everyday hyphenations never got here (is_coined_compound)
             hits.append((term, at_start, kind))
-        for phrase, kind in _phrases_in_sentence(sentence, known_phrases):
+        for phrase, kind in phrases_in_sentence(sentence, known_phrases):
             hits.append((phrase, False, kind))
         for term, at_start, kind in hits:
             key = merge_key(term)
@@ -537,7 +101,7 @@ def observe(
                 continue
             entry = stats.get(key)
             if entry is None:
-                cue = _cue(term, sentence)
+                cue = category_cue(term, sentence)
                 category = named.get(key) or cue or guess_category(term, sentence)
                 entry = stats[key] = {
                     "term": term,
@@ -552,7 +116,7 @@ def observe(
             elif KIND_ORDER.index(kind) < KIND_ORDER.index(entry["kind"]):
                 entry["kind"] = kind
             if not entry["cued"]:
-                cue = named.get(key) or _cue(term, sentence)
+                cue = named.get(key) or category_cue(term, sentence)
                 if cue:
                     entry["category"], entry["cued"] = cue, True
             if key not in seen_here:

@@ -12,22 +12,22 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context_engine.memory import observe
-from context_engine.memory.observe import _cue
+from context_engine.memory import cues
+from context_engine.memory.cues import cue
 
 
 def reference_cue(term: str, sentence: str) -> str | None:
     t = re.escape(term)
     words = term.split()
-    if term[:1].isupper() and words[0].lower() in observe.TITLES and len(words) > 1:
+    if term[:1].isupper() and words[0].lower() in cues.TITLES and len(words) > 1:
         return "npc"
-    if term[:1].isupper() and words[0].lower() in observe.FACTION_WORDS and len(words) > 1:
+    if term[:1].isupper() and words[0].lower() in cues.FACTION_WORDS and len(words) > 1:
         return "faction"
     if re.search(
         r"\b(?:speak|speaks|spoke|speaking|fluent in|written in)\s+" + t + r"\b", sentence
     ):
         return "term"
-    if len(words) == 1 and term[:1].isupper() and observe.singular(term) != term:
+    if len(words) == 1 and term[:1].isupper() and cues.singular(term) != term:
         if re.search(r"\b" + t + r"\s+(?:are|were)\s+(?:the|a|an)\b", sentence):
             return "faction"
         return None
@@ -37,10 +37,10 @@ def reference_cue(term: str, sentence: str) -> str | None:
         sentence,
     ):
         return "location"
-    motion = r"\b" + observe._MOTION + r"\s+(?:\w+\s+)?(?:to|from|toward|towards)\s+(?:the\s+)?"
+    motion = r"\b" + cues._MOTION + r"\s+(?:\w+\s+)?(?:to|from|toward|towards)\s+(?:the\s+)?"
     if re.search(motion + t + r"\b", sentence):
         return "location"
-    if re.search(r"\b" + observe._FROM + r"\s+(?:\w+\s+)?from\s+(?:the\s+)?" + t + r"\b", sentence):
+    if re.search(r"\b" + cues._FROM + r"\s+(?:\w+\s+)?from\s+(?:the\s+)?" + t + r"\b", sentence):
         return "location"
     if re.search(
         r"\b(?:heart|edge|outskirts|centre|center|streets|gates|walls|ruler|mayor)\s+of\s+"
@@ -49,10 +49,10 @@ def reference_cue(term: str, sentence: str) -> str | None:
     ) or re.search(r"\bwhat(?:'s|’s| is)\s+called\s+(?:the\s+)?" + t + r"\b", sentence, re.I):
         return "location"
     if re.search(
-        observe._SPELL + r"\s+(?:a\s+|an\s+|the\s+|of\s+)?" + t + r"\b", sentence, re.I
+        cues._SPELL + r"\s+(?:a\s+|an\s+|the\s+|of\s+)?" + t + r"\b", sentence, re.I
     ) or re.search(t + r"\s+(?:spell|cantrip|ritual|incantation)\b", sentence, re.I):
         return "term"
-    item = observe._ITEM + r"\s+(?:a\s+|an\s+|the\s+|his\s+|her\s+|their\s+|my\s+)?"
+    item = cues._ITEM + r"\s+(?:a\s+|an\s+|the\s+|his\s+|her\s+|their\s+|my\s+)?"
     if re.search(item + t + r"\b", sentence, re.I):
         return "artifact"
     if re.search(t + r"\s+(?:check|save|saving throw|roll|modifier|bonus)\b", sentence, re.I):
@@ -109,15 +109,15 @@ PIECES = [
 )
 def test_the_fast_cues_give_the_reference_category_for_any_sentence(term, parts):
     sentence = "".join(piece + gap for piece, gap in parts)
-    assert _cue(term, sentence) == reference_cue(term, sentence)
+    assert cue(term, sentence) == reference_cue(term, sentence)
 
 
 def test_each_cue_still_names_its_category():
-    assert _cue("Dwarvish", "Pike speaks Dwarvish to the guard.") == "term"
-    assert _cue("Carvers", "The Carvers are the ones we want.") == "faction"
-    assert _cue("Draconia", "They reached Draconia at dusk.") == "location"
-    assert _cue("Draconia", "in the heart of Draconia") == "location"
-    assert _cue("Fireball", "I cast a Fireball at them.") == "term"
-    assert _cue("Void Blade", "She drew the Void Blade.") == "artifact"
-    assert _cue("Draconia", "Draconiana is a word.") is None
-    assert _cue("Draconia", "We reached Draconiana.") is None  # not the whole word
+    assert cue("Dwarvish", "Pike speaks Dwarvish to the guard.") == "term"
+    assert cue("Carvers", "The Carvers are the ones we want.") == "faction"
+    assert cue("Draconia", "They reached Draconia at dusk.") == "location"
+    assert cue("Draconia", "in the heart of Draconia") == "location"
+    assert cue("Fireball", "I cast a Fireball at them.") == "term"
+    assert cue("Void Blade", "She drew the Void Blade.") == "artifact"
+    assert cue("Draconia", "Draconiana is a word.") is None
+    assert cue("Draconia", "We reached Draconiana.") is None  # not the whole word

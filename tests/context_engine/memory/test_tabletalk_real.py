@@ -8,13 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from context_engine.memory.observe import (
-    _coinable_pair,
-    _coined_word,
-    add_observation,
-    admits,
-    observe,
-)
+from context_engine.memory.observe import add_observation, admits, observe
+from context_engine.memory.phrases import _coinable_pair, _coined_word
 from context_engine.memory.tabletalk import is_meta_talk
 
 
