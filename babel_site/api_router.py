@@ -55,4 +55,7 @@ urlpatterns = [
     re_path(rf"{EXPERIMENT}/usage/$", views.UsageView.as_view(), name="api-usage"),
     path("import/", views.ImportView.as_view(), name="api-import"),
     re_path(r"^tasks/(?P<task_id>[^/]+)/$", views.TaskView.as_view(), name="api-task"),
+    re_path(
+        r"^tasks/(?P<task_id>[^/]+)/skip/$", views.TaskSkipView.as_view(), name="api-task-skip"
+    ),
 ]

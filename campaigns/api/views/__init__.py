@@ -9,7 +9,7 @@ from campaigns.api.views.experiments import (
     ParticipantDetailView,
     ParticipantListView,
 )
-from campaigns.api.views.jobs import RoundView, TaskView
+from campaigns.api.views.jobs import RoundView, TaskSkipView, TaskView
 from campaigns.api.views.lore import LoreDetailView, LoreListView
 from campaigns.api.views.memory import CommandView, ContextView, SummaryListView
 from campaigns.api.views.transcripts import ExportView, ImportView
@@ -32,6 +32,7 @@ __all__ = [
     "ParticipantListView",
     "RoundView",
     "SummaryListView",
+    "TaskSkipView",
     "TaskView",
     "TurnListView",
     "TurnRevealView",

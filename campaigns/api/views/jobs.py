@@ -1,4 +1,5 @@
-"""Background work: `POST …/rounds/` starts a round; `GET /api/tasks/{task_id}/` polls it."""
+"""Background work: `POST …/rounds/` starts a round; `GET /api/tasks/{task_id}/` polls it;
+`POST /api/tasks/{task_id}/skip/` moves a waiting round on without its away human."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from django.core.exceptions import ValidationError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import APIException
+from rest_framework.exceptions import APIException, PermissionDenied
 from rest_framework.response import Response
 
 from campaigns.api.access import get_experiment_for, get_job_for, job_as_read_by
@@ -63,4 +64,31 @@ class TaskView(ApiView):
         things a player's role does not read. Others get the status and progress only.
         """
         job, access = get_job_for(request.user, task_id)
+        return Response(JobSerializer(job_as_read_by(job, access)).data)
+
+
+@extend_schema(parameters=[OpenApiParameter("task_id", OpenApiTypes.UUID, OpenApiParameter.PATH)])
+class TaskSkipView(ApiView):
+    serializer_class = EmptySerializer
+
+    @extend_schema(
+        request=EmptySerializer,
+        responses={
+            200: JobSerializer,
+            409: OpenApiResponse(ERROR_REF, "The round is not waiting for anyone."),
+        },
+    )
+    def post(self, request, task_id):
+        """Skip the human a waiting round waits for (they are away): the campaign's
+        ``human_timeout_policy`` applies at once, as on a timeout, and the round goes on.
+        The owner's and staff's; a round that no longer waits is a 409 naming ``job``."""
+        job, access = get_job_for(request.user, task_id)
+        if not access.can_edit:
+            raise PermissionDenied("Only the experiment's owner (or staff) may skip a human.")
+        validated(EmptySerializer, request.data)
+        try:
+            relay.human_skip(experiment=access.experiment, job=job)
+        except ValidationError as exc:
+            raise Conflict(exc.message_dict) from None
+        job.refresh_from_db()
         return Response(JobSerializer(job_as_read_by(job, access)).data)

@@ -182,3 +182,63 @@ def test_a_human_dm_with_model_players_narrates_and_answers_whispers(
     assert job.status == "succeeded", job.message
     assert [s["status"] for s in job.result["steps"]] == ["ok"] * 4
     assert [s["model"] for s in job.result["steps"]] == ["human", "offline", "offline", "human"]
+
+
+def skip_url(job) -> str:
+    return f"/api/tasks/{job.pk}/skip/"
+
+
+def test_the_owner_skips_an_away_human_through_the_api_and_the_round_goes_on(
+    api, human_thorin, owner, player, django_capture_on_commit_callbacks
+):
+    job = start(api, owner, human_thorin, django_capture_on_commit_callbacks)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api(owner).post(skip_url(job), {}, format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json()["status"] == "pending"  # handed back to the workers
+    job.refresh_from_db()
+    assert job.status == Job.Status.SUCCEEDED, job.message
+    step = RoundStep.objects.get(experiment=human_thorin, round=1, speaker="Thorin")
+    assert step.status == RoundStep.Status.TIMED_OUT
+    note = Turn.objects.get(pk=step.turns[0])
+    assert "Thorin was skipped by the DM" in note.content
+    assert speakers(human_thorin, 1)[-1] == "DM"  # the round went on to the DM's answer
+    # The note is the DM side's: the skipped player's turn list never shows it.
+    listed = api(player).get(turns_url(human_thorin)).json()
+    contents = [turn["content"] for turn in listed["results"]]
+    assert not any("skipped by the DM" in content for content in contents)
+
+
+@pytest.mark.parametrize("who", ["player", "other_player", "stranger"])
+def test_only_the_dm_side_may_skip_and_a_refusal_stores_nothing(
+    api, human_thorin, owner, who, request, django_capture_on_commit_callbacks
+):
+    job = start(api, owner, human_thorin, django_capture_on_commit_callbacks)
+    turns = Turn.objects.filter(experiment=human_thorin).count()
+    response = api(request.getfixturevalue(who)).post(skip_url(job), {}, format="json")
+    assert response.status_code == (404 if who == "stranger" else 403)
+    job.refresh_from_db()
+    assert job.status == Job.Status.WAITING
+    assert Turn.objects.filter(experiment=human_thorin).count() == turns
+    assert not RoundStep.objects.filter(experiment=human_thorin, speaker="Thorin").exists()
+
+
+def test_skipping_a_round_that_no_longer_waits_is_a_conflict_naming_the_job(
+    api, human_thorin, owner, player, django_capture_on_commit_callbacks
+):
+    job = start(api, owner, human_thorin, django_capture_on_commit_callbacks)
+    post(api, player, human_thorin, django_capture_on_commit_callbacks, speaker="Thorin")
+    turns = Turn.objects.filter(experiment=human_thorin).count()
+    response = api(owner).post(skip_url(job), {}, format="json")
+    assert response.status_code == 409
+    assert "not waiting for anyone" in response.json()["job"][0]
+    assert Turn.objects.filter(experiment=human_thorin).count() == turns
+
+
+def test_skipping_an_unknown_task_is_a_404(api, owner):
+    response = api(owner).post("/api/tasks/not-a-uuid/skip/", {}, format="json")
+    assert response.status_code == 404
+    response = api(owner).post(
+        "/api/tasks/00000000-0000-0000-0000-000000000000/skip/", {}, format="json"
+    )
+    assert response.status_code == 404

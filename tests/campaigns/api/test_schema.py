@@ -27,6 +27,7 @@ SPEC_OPERATIONS = {
     "/api/experiments/{id}/commands/": {"post"},
     "/api/experiments/{id}/rounds/": {"post"},
     "/api/tasks/{task_id}/": {"get"},
+    "/api/tasks/{task_id}/skip/": {"post"},
     "/api/experiments/{id}/export/": {"get"},
     "/api/experiments/{id}/facts/": {"get"},
     "/api/experiments/{id}/arena/": {"get", "post"},
