@@ -1,7 +1,8 @@
 """Model calls with their usage: Gemini prefix caching, recording, per-round summaries.
 
 The relay asks `model_call_complete` for an answer and `model_call_record` to keep what
-the call cost. Caching is the provider's: OpenAI-compatible servers cache the longest
+the call cost; memory workers (digests, definitions, vetting) record theirs through
+`worker_usage`. Caching is the provider's: OpenAI-compatible servers cache the longest
 prefix they have seen by themselves (`to_openai_messages` puts the stable sections
 first); Gemini needs an explicit cached content, which this module creates for an agent's
 system instruction (its frozen prefix) behind ``BABEL_GEMINI_CONTEXT_CACHE``, registers in
@@ -12,8 +13,10 @@ floor or the provider refuses.
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
@@ -28,6 +31,7 @@ from context_engine.llm import (
     Message,
     PermanentLLMError,
     Usage,
+    collecting_usage,
     prefix_fingerprints,
     prefix_hash,
     prompt_bytes,
@@ -138,6 +142,32 @@ def model_call_complete(
 # -- recording ---------------------------------------------------------------------------
 
 
+@contextmanager
+def worker_usage(*, experiment: Experiment, worker: str) -> Iterator[None]:
+    """Record the model calls a memory worker makes inside the block (`ModelCall` rows
+    with a blank role, ``step`` = ``worker``), also when the block fails after some.
+
+    The key is the worker and the prompt's hash: the same prompt run again (a retried
+    task) updates its row, as a relay step does.
+    """
+    with collecting_usage() as calls:
+        try:
+            yield
+        finally:
+            for call in calls:
+                digest = hashlib.sha256(prompt_bytes(call.messages)).hexdigest()[:32]
+                model_call_note(
+                    experiment=experiment,
+                    key=f"{worker}:{digest}",
+                    round=experiment.current_round,
+                    role="",
+                    step=worker,
+                    model=call.model,
+                    messages=list(call.messages),
+                    usage=call.usage,
+                )
+
+
 def model_call_note(**fields: Any) -> ModelCall | None:
     """`model_call_record` for the relay: usage is bookkeeping, so a failed write is logged
     and the step goes on (its turns matter more than its token counts)."""
@@ -165,12 +195,11 @@ def model_call_record(
     the row (a step run twice is counted once)."""
     data = prompt_bytes(messages)
     blocks = prefix_fingerprints(data)
+    earlier = ModelCall.objects.filter(experiment=experiment, role=role)
+    if not role:  # memory workers: each worker's prompts against its own
+        earlier = earlier.filter(step=step)
     previous = (
-        ModelCall.objects.filter(experiment=experiment, role=role)
-        .exclude(key=key)
-        .order_by("-id")
-        .values_list("prefix_blocks", flat=True)
-        .first()
+        earlier.exclude(key=key).order_by("-id").values_list("prefix_blocks", flat=True).first()
     )
     call, _ = ModelCall.objects.update_or_create(
         experiment=experiment,

@@ -26,7 +26,7 @@ from context_engine.llm.base import (
     split_system,
     validate_json,
 )
-from context_engine.llm.usage import Completion, GenerationOptions, Usage
+from context_engine.llm.usage import Completion, GenerationOptions, Usage, report_usage
 
 _TRANSIENT_STATUS = {408, 429, 500, 502, 503, 504}
 
@@ -132,9 +132,11 @@ class GeminiClient:
             **config,
         )
         with _translated_errors(seconds):
-            return self._client.models.generate_content(
+            response = self._client.models.generate_content(
                 model=self.model, contents=contents, config=generate_config
             )
+        report_usage(self.model, messages, _usage_of(response, cached_content))
+        return response
 
     def create_cache(self, *, system: str, ttl_seconds: int, timeout: float | None = None) -> str:
         """Cache ``system`` (the frozen prefix) for ``ttl_seconds``; return the cache's name."""
@@ -171,14 +173,7 @@ class GeminiClient:
             config["max_output_tokens"] = options.max_output_tokens
         response = self._call(messages, timeout, cached_content=cached_content, **config)
         text = self._text_of(response)
-        meta = response.usage_metadata
-        usage = Usage(
-            tokens_in=int(getattr(meta, "prompt_token_count", 0) or 0),
-            tokens_cached=int(getattr(meta, "cached_content_token_count", 0) or 0),
-            tokens_out=int(getattr(meta, "candidates_token_count", 0) or 0),
-            cache_name=cached_content or "",
-        )
-        return Completion(text=text, usage=usage)
+        return Completion(text=text, usage=_usage_of(response, cached_content))
 
     @staticmethod
     def _text_of(response: types.GenerateContentResponse) -> str:
@@ -212,3 +207,13 @@ class GeminiClient:
             response_schema=schema,
         )
         return validate_json(parse_json_object(text), schema)
+
+
+def _usage_of(response: types.GenerateContentResponse, cached_content: str | None) -> Usage:
+    meta = response.usage_metadata
+    return Usage(
+        tokens_in=int(getattr(meta, "prompt_token_count", 0) or 0),
+        tokens_cached=int(getattr(meta, "cached_content_token_count", 0) or 0),
+        tokens_out=int(getattr(meta, "candidates_token_count", 0) or 0),
+        cache_name=cached_content or "",
+    )

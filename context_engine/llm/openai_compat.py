@@ -21,7 +21,7 @@ from context_engine.llm.base import (
     schema_instruction,
     validate_json,
 )
-from context_engine.llm.usage import Completion, GenerationOptions, Usage
+from context_engine.llm.usage import Completion, GenerationOptions, Usage, report_usage
 
 _TRANSIENT_STATUS = {408, 409, 429}
 _REFUSED = (400, 404, 415, 422)  # how servers say "I do not know json_schema"
@@ -90,6 +90,7 @@ class OpenAICompatibleClient:
             raise InvalidOutputError(f"{self.model} response could not be read: {exc}") from exc
         except ValueError as exc:  # a body that is not JSON
             raise InvalidOutputError(f"{self.model} response is not JSON: {exc}") from exc
+        report_usage(f"openai:{self.model}", messages, _usage_of(response))  # the model id
         choices = getattr(response, "choices", None)
         if not choices:
             raise InvalidOutputError(f"{self.model} returned no choices.")
@@ -119,16 +120,7 @@ class OpenAICompatibleClient:
         if options is not None and options.max_output_tokens is not None:
             extra["max_tokens"] = options.max_output_tokens
         text, response = self._answer(list(messages), timeout, **extra)
-        usage = getattr(response, "usage", None)
-        details = getattr(usage, "prompt_tokens_details", None)
-        return Completion(
-            text=text,
-            usage=Usage(
-                tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
-                tokens_cached=int(getattr(details, "cached_tokens", 0) or 0),
-                tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
-            ),
-        )
+        return Completion(text=text, usage=_usage_of(response))
 
     def complete(self, messages: list[Message], *, timeout: float | None = None) -> str:
         return self._chat(list(messages), timeout)
@@ -151,3 +143,13 @@ class OpenAICompatibleClient:
                 _NO_JSON_SCHEMA.add(server)
         text = self._chat(asked, timeout, response_format={"type": "json_object"})
         return validate_json(parse_json_object(text), schema)
+
+
+def _usage_of(response: object) -> Usage:
+    usage = getattr(response, "usage", None)
+    details = getattr(usage, "prompt_tokens_details", None)
+    return Usage(
+        tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
+        tokens_cached=int(getattr(details, "cached_tokens", 0) or 0),
+        tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+    )

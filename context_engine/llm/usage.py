@@ -12,7 +12,9 @@ fingerprint. The share is exact to one block (``PREFIX_BLOCK_BYTES``).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from context_engine.llm.base import Message
@@ -93,3 +95,40 @@ def stable_share(
 def prefix_hash(text: str) -> str:
     """The key a cached prefix is registered under: changes iff the prefix text changes."""
     return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+# -- collecting the usage of calls made deep inside the engine ---------------------------
+# Memory tasks (digests, definitions, vetting) call models through engine functions that
+# return only their result. A caller that wants those calls' usage opens
+# `collecting_usage`; every call a client completes meanwhile, in this thread or task
+# context, is appended to the list it yields. With none open, nothing is kept.
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One completed model call: which model, the prompt as sent, what it cost."""
+
+    model: str
+    messages: tuple[Message, ...]
+    usage: Usage
+
+
+_collector: ContextVar[list[CallRecord] | None] = ContextVar("babel_llm_usage", default=None)
+
+
+@contextmanager
+def collecting_usage() -> Iterator[list[CallRecord]]:
+    """The calls completed inside the block, in order (nested blocks each see their own)."""
+    calls: list[CallRecord] = []
+    token = _collector.set(calls)
+    try:
+        yield calls
+    finally:
+        _collector.reset(token)
+
+
+def report_usage(model: str, messages: Sequence[Message], usage: Usage) -> None:
+    """Called by the clients after each completed call."""
+    calls = _collector.get()
+    if calls is not None:
+        calls.append(CallRecord(model=model, messages=tuple(messages), usage=usage))

@@ -37,6 +37,7 @@ from campaigns.services.memory.backends import (
     scaled_sleep,
     summarizer_client,
 )
+from campaigns.services.usage import worker_usage
 from campaigns.services.validation import effective_config
 from context_engine.llm import is_offline
 from context_engine.memory import (
@@ -159,14 +160,15 @@ def commit_digest(*, experiment: Experiment, plan: DigestPlan) -> Summary | None
             previous, views, max_tokens=max_tokens, reason=f"{client.model} failed recently"
         )
     else:
-        result = make_digest(
-            previous,
-            views,
-            client=client,
-            attempts=RETRY_ATTEMPTS,
-            base_delay=retry_base_delay(),
-            max_tokens=max_tokens,
-        )
+        with worker_usage(experiment=experiment, worker="digest"):
+            result = make_digest(
+                previous,
+                views,
+                client=client,
+                attempts=RETRY_ATTEMPTS,
+                base_delay=retry_base_delay(),
+                max_tokens=max_tokens,
+            )
         if not is_offline(client):
             (mark_down if result.method == Summary.Method.FALLBACK else mark_up)(client)
     if result.fallback_reason:
@@ -290,9 +292,10 @@ def strategic_update(*, experiment: Experiment, role: str) -> Summary | None:
         client = summarizer_client(experiment)
         if model_down(client):
             client = None
-        text = condense_monologues(
-            views, client=client, max_tokens=STRATEGIC_MAX_TOKENS, sleep=scaled_sleep
-        )
+        with worker_usage(experiment=experiment, worker="strategic"):
+            text = condense_monologues(
+                views, client=client, max_tokens=STRATEGIC_MAX_TOKENS, sleep=scaled_sleep
+            )
         if not text:
             return None
         extractive = condense_monologues(views, client=None, max_tokens=STRATEGIC_MAX_TOKENS)

@@ -55,6 +55,7 @@ from campaigns.services.memory.backends import (
 )
 from campaigns.services.memory.batch import HYDRATE_ACTOR, INVALIDATING_TAGS, Batch
 from campaigns.services.memory.dispatch import send_on_commit
+from campaigns.services.usage import worker_usage
 from context_engine.llm import is_offline
 from context_engine.memory import define_from_sources
 from context_engine.visibility import parse_stored_visibility
@@ -209,14 +210,15 @@ def define_term(*, entry: LoreEntry) -> str | None:
     sources = [
         turn_view(turn, dms) for turn in digest_turns(entry.source_turns.all()).order_by("seq")
     ]
-    defined = define_from_sources(
-        entry.term,
-        sources,
-        client=client,
-        audience=audience,
-        category=entry.category,
-        sleep=scaled_sleep,
-    )
+    with worker_usage(experiment=experiment, worker="define"):
+        defined = define_from_sources(
+            entry.term,
+            sources,
+            client=client,
+            audience=audience,
+            category=entry.category,
+            sleep=scaled_sleep,
+        )
     if defined is not None and defined.method != "llm":
         mark_down(client)  # it had sentences to work from, so the model failed
     if defined is None or defined.method != "llm" or not defined.definition:

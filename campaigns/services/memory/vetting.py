@@ -25,6 +25,7 @@ from campaigns.services.memory.backends import (
     model_down,
     scaled_sleep,
 )
+from campaigns.services.usage import worker_usage
 from context_engine.llm import is_offline
 from context_engine.memory import sentences_mentioning, usable_sources
 from context_engine.memory.vetting import Proposal, vet_proposals
@@ -74,9 +75,10 @@ def vet_entries(*, experiment: Experiment, max_batches: int = 4) -> dict[str, in
         if not entries:
             break
         proposals = {entry.pk: _proposal(entry, dms) for entry in entries}
-        verdicts = vet_proposals(
-            [p for p in proposals.values() if p.sentences], client=client, sleep=scaled_sleep
-        )
+        with worker_usage(experiment=experiment, worker="vet"):
+            verdicts = vet_proposals(
+                [p for p in proposals.values() if p.sentences], client=client, sleep=scaled_sleep
+            )
         if verdicts is None:
             mark_down(client)  # it failed: the next memory calls go straight to fallbacks
             break

@@ -341,3 +341,94 @@ def test_a_failed_usage_write_never_costs_the_step_its_turns(
     assert job.status == "succeeded"
     assert all(step["status"] == "ok" for step in job.result["steps"])
     assert not ModelCall.objects.filter(experiment=offline_memory).exists()
+
+
+# -- memory workers ------------------------------------------------------------------------
+
+
+def test_a_digest_by_the_model_is_recorded_as_a_memory_worker_call(
+    campaign, settings, gemini_standin
+):
+    from campaigns.services.memory import summarize_audience
+    from tests.factories import make_turn
+    from tests.standins.server import standin_tokens
+
+    use_gemini(settings, gemini_standin)
+    gemini_standin.script(["500"])  # a failed attempt costs nothing recorded
+    make_turn(campaign, round=1, content="The Mirrorgate opens at dusk.", hinge=True)
+    (summary,) = summarize_audience(experiment=campaign, audience=["DM"], round_to=1, force=True)
+    assert summary.method == "llm"
+
+    (call,) = ModelCall.objects.filter(experiment=campaign)
+    answered = gemini_standin.requests[-1]
+    assert (call.role, call.step, call.model) == ("", "digest", GEMINI)
+    assert call.tokens_in == standin_tokens(answered.prompt)
+    assert call.tokens_out > 0
+    assert call.prefix_stable_share is None  # the worker's first call
+    summary_row = usage_summary(experiment=campaign)
+    assert [(a["role"], a["calls"]) for a in summary_row["agents"]] == [("", 1)]
+
+
+def test_a_rerun_of_the_same_memory_prompt_is_counted_once(campaign, settings, gemini_standin):
+    use_gemini(settings, gemini_standin)
+    client = client_for(GEMINI, llm_settings())
+    for _ in range(2):  # a retried task asks the same thing again
+        with usage_service.worker_usage(experiment=campaign, worker="vet"):
+            client.complete(MESSAGES)
+    other = [*MESSAGES[:-1], {"role": "user", "content": "Vet these terms."}]
+    with usage_service.worker_usage(experiment=campaign, worker="vet"):
+        client.complete(other)
+    assert len(gemini_standin.requests) == 3
+    calls = list(ModelCall.objects.filter(experiment=campaign, step="vet").order_by("id"))
+    assert len(calls) == 2
+    # Stability is the worker's own: the second prompt shares the first's system prefix.
+    assert calls[1].prefix_stable_share is not None and calls[1].prefix_stable_share > 0.5
+
+
+def test_calls_made_before_a_worker_fails_are_still_recorded(campaign, settings, gemini_standin):
+    use_gemini(settings, gemini_standin)
+    client = client_for(GEMINI, llm_settings())
+    with (
+        pytest.raises(RuntimeError),
+        usage_service.worker_usage(experiment=campaign, worker="define"),
+    ):
+        client.complete(MESSAGES)
+        raise RuntimeError("the worker broke after its call")
+    assert ModelCall.objects.filter(experiment=campaign, step="define").count() == 1
+
+
+def test_a_definition_and_the_relay_are_kept_apart(
+    campaign, settings, gemini_standin, django_capture_on_commit_callbacks
+):
+    from tests.factories import make_turn
+
+    use_gemini(settings, gemini_standin)
+    with django_capture_on_commit_callbacks(execute=True):
+        make_turn(
+            campaign,
+            round=1,
+            content="The void-wraiths hum in their jars. Sailors fear void-wraiths.",
+        )
+    calls = list(ModelCall.objects.filter(experiment=campaign))
+    assert [(c.role, c.step) for c in calls] == [("", "define")]
+    # Outside a memory worker nothing is collected: a plain call records no row.
+    client = client_for(GEMINI, llm_settings())
+    client.complete(MESSAGES)
+    assert ModelCall.objects.filter(experiment=campaign).count() == 1
+
+
+def test_an_openai_compatible_memory_call_is_recorded_with_its_cached_tokens(
+    campaign, settings, openai_standin
+):
+    settings.OPENAI_BASE_URL = openai_standin.base_url
+    client = client_for("openai:local", llm_settings())
+    for _ in range(2):
+        with usage_service.worker_usage(experiment=campaign, worker="digest"):
+            client.complete_json(
+                [*MESSAGES, {"role": "user", "content": f"Digest {_}."}],
+                schema={"type": "object", "properties": {}},
+            )
+    first, second = ModelCall.objects.filter(experiment=campaign).order_by("id")
+    assert (first.model, first.step, first.role) == ("openai:local", "digest", "")
+    assert first.tokens_cached == 0
+    assert second.tokens_cached > 0  # the server had seen the same prefix
