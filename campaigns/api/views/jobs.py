@@ -16,6 +16,8 @@ from campaigns.api.serializers import EmptySerializer, JobSerializer
 from campaigns.api.views.base import EXPERIMENT_ID, ApiView, validated
 from campaigns.services import relay
 
+TASK_ID = OpenApiParameter("task_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
+
 
 class Conflict(APIException):
     status_code = status.HTTP_409_CONFLICT
@@ -52,7 +54,7 @@ class RoundView(ApiView):
         )
 
 
-@extend_schema(parameters=[OpenApiParameter("task_id", OpenApiTypes.UUID, OpenApiParameter.PATH)])
+@extend_schema(parameters=[TASK_ID])
 class TaskView(ApiView):
     serializer_class = JobSerializer
 
@@ -67,7 +69,7 @@ class TaskView(ApiView):
         return Response(JobSerializer(job_as_read_by(job, access)).data)
 
 
-@extend_schema(parameters=[OpenApiParameter("task_id", OpenApiTypes.UUID, OpenApiParameter.PATH)])
+@extend_schema(parameters=[TASK_ID])
 class TaskSkipView(ApiView):
     serializer_class = EmptySerializer
 
