@@ -16,8 +16,8 @@ from babel_site.celery import app
 from campaigns import demo
 from campaigns.models import Job, Turn
 from campaigns.selectors import current_round
-from campaigns.services import relay, transcripts
-from campaigns.services.relay import round_start
+from campaigns.services import transcripts
+from campaigns.services.relay import round_start, rounds
 from tests.integration.worker import celery_worker, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
@@ -57,7 +57,7 @@ def test_two_starts_racing_on_postgres_give_one_round_and_one_clear_error(
     real_services, owner, monkeypatch
 ):
     experiment = transcripts.import_transcript(data=demo.transcript(), owner=owner)
-    real_check = relay._round_running
+    real_check = rounds._round_running
     meet = threading.Barrier(2)
 
     def check_then_meet(locked):
@@ -70,7 +70,7 @@ def test_two_starts_racing_on_postgres_give_one_round_and_one_clear_error(
             meet.wait(timeout=3)
         return running
 
-    monkeypatch.setattr(relay, "_round_running", check_then_meet)
+    monkeypatch.setattr(rounds, "_round_running", check_then_meet)
     barrier = threading.Barrier(2)
     outcomes: list[object] = []
 

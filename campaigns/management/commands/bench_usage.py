@@ -27,8 +27,7 @@ from django.test.utils import override_settings
 
 from campaigns import bench
 from campaigns.models import Experiment, ModelCall
-from campaigns.services import relay
-from campaigns.services.relay import round_create, round_run
+from campaigns.services.relay import round_create, round_run, steps
 from context_engine.render import frozen_prefix
 from context_engine.tokens import count
 
@@ -69,21 +68,21 @@ class Command(BaseCommand):
 
     def _run(self, experiment: Experiment, rounds: int) -> None:
         sent: list[tuple[str, list[dict], str]] = []
-        original = relay.to_openai_messages
+        original = steps.to_openai_messages
 
         def recording(pack):
             messages = original(pack)
             sent.append((pack.role, messages, frozen_prefix(pack)))
             return messages
 
-        relay.to_openai_messages = recording
+        steps.to_openai_messages = recording
         try:
             for _ in range(rounds):
                 job = round_run(job_id=round_create(experiment=experiment).pk)
                 if job is None or job.status != "succeeded":
                     raise CommandError(f"round failed: {job and job.message}")
         finally:
-            relay.to_openai_messages = original
+            steps.to_openai_messages = original
 
         previous: dict[str, tuple[list[dict], str]] = {}
         extra: list[tuple[bool | None, bool | None, int]] = []

@@ -9,7 +9,7 @@ from campaigns.selectors import lore_visible_to, viewer_for_role
 from campaigns.services.experiments import experiment_update
 from campaigns.services.lore import lore_create, lore_update
 from campaigns.services.memory import define_term, hydrate_experiment, hydrate_turn
-from campaigns.services.memory.batch import _near, _transposed
+from campaigns.services.memory.batch.entries import _near, _transposed
 from tests.campaigns.services.memory_support import use_gemini
 from tests.factories import make_turn
 

@@ -17,7 +17,7 @@ from campaigns import demo
 from campaigns.models import Job, Turn
 from campaigns.selectors import current_round, turns_visible_to, viewer_for_role
 from campaigns.services import relay, transcripts
-from campaigns.services.relay import round_create, round_run, round_start
+from campaigns.services.relay import round_create, round_run, round_start, steps
 from campaigns.tasks import run_round
 from tests.campaigns.services.memory_support import leaks
 from tests.factories import make_experiment, make_turn
@@ -162,7 +162,7 @@ def test_progress_is_reported_per_step_while_the_job_runs(demo_campaign, owner):
 def test_a_step_that_fails_while_storing_leaves_none_of_its_turns(
     demo_campaign, owner, monkeypatch, django_capture_on_commit_callbacks
 ):
-    real_turn_create = relay.turn_create
+    real_turn_create = steps.turn_create
     calls = {"Thorin": 0}
 
     def flaky_turn_create(**fields):
@@ -172,7 +172,7 @@ def test_a_step_that_fails_while_storing_leaves_none_of_its_turns(
                 raise DatabaseError("disk full (injected)")
         return real_turn_create(**fields)
 
-    monkeypatch.setattr(relay, "turn_create", flaky_turn_create)
+    monkeypatch.setattr(steps, "turn_create", flaky_turn_create)
     existing = list(Turn.objects.filter(experiment=demo_campaign).values_list("pk", "content"))
     job = play(demo_campaign, owner, django_capture_on_commit_callbacks)
 
@@ -224,12 +224,12 @@ def test_the_answer_step_is_skipped_when_nobody_whispered(
     campaign, owner, monkeypatch, django_capture_on_commit_callbacks
 ):
     campaign.participants.update(model="offline")
-    real_parse = relay.parse_agent_output
+    real_parse = steps.parse_agent_output
 
     def no_whispers(text, **kw):
         return [t for t in real_parse(text, **kw) if t.kind != "whisper"]
 
-    monkeypatch.setattr(relay, "parse_agent_output", no_whispers)
+    monkeypatch.setattr(steps, "parse_agent_output", no_whispers)
     job = play(campaign, owner, django_capture_on_commit_callbacks)
     assert job.result["steps"][-1] == {
         "step": "answer",
@@ -368,7 +368,7 @@ def test_an_unexpected_error_fails_the_job_with_its_message(demo_campaign, owner
     def broken(**kwargs):
         raise RuntimeError("pack store offline")
 
-    monkeypatch.setattr(relay, "pack_for_role", broken)
+    monkeypatch.setattr(steps, "pack_for_role", broken)
     job = round_run(job_id=round_create(experiment=demo_campaign, user=owner).pk)
     assert job.status == "failed" and "pack store offline" in job.message
 

@@ -8,9 +8,8 @@ import pytest
 
 from campaigns.models import Turn
 from campaigns.selectors import turns_visible_to, viewer_for_role
-from campaigns.services import relay
 from campaigns.services.experiments import experiment_update
-from campaigns.services.relay import round_start
+from campaigns.services.relay import round_start, steps
 from tests.campaigns.services.memory_support import use_gemini
 from tests.factories import make_turn
 from tests.standins.server import Reply
@@ -46,7 +45,7 @@ def table(campaign, settings, gemini_standin, monkeypatch):
         experiment=campaign, config={"summarizer_model": "offline", "definer_model": "offline"}
     )
     sleeps: list[float] = []
-    monkeypatch.setattr(relay, "_sleep", sleeps.append)
+    monkeypatch.setattr(steps, "_sleep", sleeps.append)
     campaign.sleeps = sleeps
     return campaign
 

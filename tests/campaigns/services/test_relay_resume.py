@@ -18,6 +18,7 @@ from campaigns.selectors import turns_visible_to, viewer_for_role
 from campaigns.services import relay
 from campaigns.services.experiments import experiment_update
 from campaigns.services.relay import human_timeout, human_turn_create, round_create, round_run
+from campaigns.services.relay.runner import _Round
 
 pytestmark = pytest.mark.django_db
 
@@ -48,7 +49,7 @@ def test_a_round_whose_worker_died_between_the_model_call_and_the_commit_resumes
     campaign, owner, monkeypatch
 ):
     offline(campaign)
-    real_commit = relay._Round._commit
+    real_commit = _Round._commit
     calls = []
 
     def die_on_the_third_step(self, step, *args, **kwargs):
@@ -57,7 +58,7 @@ def test_a_round_whose_worker_died_between_the_model_call_and_the_commit_resumes
             raise WorkerDied  # Cassia's answer came back; the commit never happened
         return real_commit(self, step, *args, **kwargs)
 
-    monkeypatch.setattr(relay._Round, "_commit", die_on_the_third_step)
+    monkeypatch.setattr(_Round, "_commit", die_on_the_third_step)
     job = round_create(experiment=campaign, user=owner)
     with pytest.raises(WorkerDied):
         round_run(job_id=job.pk)
@@ -92,18 +93,18 @@ def test_round_start_on_a_dead_workers_round_resumes_that_round(
     campaign, owner, monkeypatch, django_capture_on_commit_callbacks
 ):
     offline(campaign)
-    real_ask = relay._Round._ask
+    real_ask = _Round._ask
 
     def die_at_cassia(self, step, participant):
         if participant.role == "Cassia":
             raise WorkerDied
         return real_ask(self, step, participant)
 
-    monkeypatch.setattr(relay._Round, "_ask", die_at_cassia)
+    monkeypatch.setattr(_Round, "_ask", die_at_cassia)
     job = round_create(experiment=campaign, user=owner)
     with pytest.raises(WorkerDied):
         round_run(job_id=job.pk)
-    monkeypatch.setattr(relay._Round, "_ask", real_ask)
+    monkeypatch.setattr(_Round, "_ask", real_ask)
     age(job)
     with django_capture_on_commit_callbacks(execute=True):
         resumed = relay.round_start(experiment=campaign, user=owner)
@@ -117,18 +118,18 @@ def test_round_start_on_a_dead_workers_round_resumes_that_round(
 def test_a_step_committed_by_two_racing_runs_is_stored_once(campaign, owner, monkeypatch):
     offline(campaign)
     job = round_create(experiment=campaign, user=owner)
-    real_ask = relay._Round._ask
+    real_ask = _Round._ask
     raced = []
 
     def another_run_stores_cassia_first(self, step, participant):
         answer = real_ask(self, step, participant)
         if participant.role == "Cassia" and not raced:
             raced.append(True)
-            rival = relay._Round(Job.objects.get(pk=job.pk), None)
+            rival = _Round(Job.objects.get(pk=job.pk), None)
             rival._step(step, participant)  # the rival commits Cassia's step now
         return answer
 
-    monkeypatch.setattr(relay._Round, "_ask", another_run_stores_cassia_first)
+    monkeypatch.setattr(_Round, "_ask", another_run_stores_cassia_first)
     done = round_run(job_id=job.pk)
     assert raced and done.status == "succeeded"
     cassia = Turn.objects.filter(experiment=campaign, speaker="Cassia")
@@ -163,7 +164,7 @@ def test_a_human_who_posted_before_the_round_reached_them_has_acted(
     campaign, owner, player, monkeypatch
 ):
     offline(campaign, human=("Cassia",))
-    real_commit = relay._Round._commit
+    real_commit = _Round._commit
 
     def cassia_posts_once_thorin_acted(self, step, *args, **kwargs):
         stored = real_commit(self, step, *args, **kwargs)
@@ -173,7 +174,7 @@ def test_a_human_who_posted_before_the_round_reached_them_has_acted(
             )
         return stored
 
-    monkeypatch.setattr(relay._Round, "_commit", cassia_posts_once_thorin_acted)
+    monkeypatch.setattr(_Round, "_commit", cassia_posts_once_thorin_acted)
     job = round_create(experiment=campaign, user=owner)
     done = round_run(job_id=job.pk)
     assert done.status == "succeeded", done.message

@@ -10,10 +10,9 @@ from django.db import DatabaseError
 from campaigns.adapters import llm_settings
 from campaigns.models import ModelCall
 from campaigns.selectors_usage import usage_summary
-from campaigns.services import relay
 from campaigns.services import usage as usage_service
 from campaigns.services.experiments import experiment_update
-from campaigns.services.relay import round_start
+from campaigns.services.relay import round_start, steps
 from campaigns.services.usage import model_call_complete, model_call_record
 from context_engine.llm import Usage, client_for
 from context_engine.tokens import count
@@ -49,7 +48,7 @@ def offline_memory(campaign):
 def on_gemini(offline_memory, settings, gemini_standin, monkeypatch):
     use_gemini(settings, gemini_standin)
     offline_memory.participants.update(model=GEMINI)
-    monkeypatch.setattr(relay, "_sleep", lambda seconds: None)
+    monkeypatch.setattr(steps, "_sleep", lambda seconds: None)
     return offline_memory
 
 
@@ -287,7 +286,7 @@ def test_openai_rounds_read_cached_tokens_from_the_usage_block(
 ):
     settings.OPENAI_BASE_URL = openai_standin.base_url
     settings.LLM_TIMEOUT_SECONDS = 2
-    monkeypatch.setattr(relay, "_sleep", lambda seconds: None)
+    monkeypatch.setattr(steps, "_sleep", lambda seconds: None)
     offline_memory.participants.update(model="openai:local")
     play(offline_memory, owner, django_capture_on_commit_callbacks)
     play(offline_memory, owner, django_capture_on_commit_callbacks)
@@ -320,7 +319,7 @@ def test_each_agents_settings_reach_an_openai_compatible_server(
     offline_memory, settings, owner, openai_standin, monkeypatch, django_capture_on_commit_callbacks
 ):
     settings.OPENAI_BASE_URL = openai_standin.base_url
-    monkeypatch.setattr(relay, "_sleep", lambda seconds: None)
+    monkeypatch.setattr(steps, "_sleep", lambda seconds: None)
     offline_memory.participants.update(model="openai:local")
     offline_memory.participants.filter(role="Cassia").update(temperature=0.0, max_output_tokens=64)
     play(offline_memory, owner, django_capture_on_commit_callbacks)

@@ -1,0 +1,148 @@
+"""The round lifecycle: create a round's Job (one at a time per experiment), start it in
+the background, resume a round whose worker died, and run it (`round_run`)."""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from campaigns.models import Experiment, Job, Participant
+from campaigns.services.relay.common import (
+    ACTIVE,
+    ALREADY_RUNNING,
+    HUMAN,
+    WAITING_FOR,
+    ProgressCallback,
+    _describe,
+    _dispatch,
+    _update_job,
+    stale_after,
+)
+from campaigns.services.relay.runner import _Round
+
+log = logging.getLogger(__name__)
+
+
+def _active_rounds(experiment: Experiment):
+    return Job.objects.filter(experiment=experiment, kind=Job.Kind.ROUND, status__in=ACTIVE)
+
+
+def _round_running(experiment: Experiment) -> bool:
+    """Whether a round job of this experiment is pending, running or waiting. Call it
+    holding the experiment's row lock, and create the next job under the same lock."""
+    return _active_rounds(experiment).exists()
+
+
+def _check_cast(experiment: Experiment) -> None:
+    participants = list(experiment.participants.all())
+    if not any(p.kind == Participant.Kind.DM for p in participants):
+        raise ValidationError({"round": ["The experiment needs a DM participant to run a round."]})
+    acting = [p for p in participants if p.kind in (Participant.Kind.DM, Participant.Kind.PLAYER)]
+    if all(p.model == HUMAN for p in acting):
+        raise ValidationError(
+            {"round": ["No DM or player is played by a model: every one of them is human."]}
+        )
+
+
+def _resume_stale(locked: Experiment) -> Job | None:
+    """A pending or running round with no progress for `stale_after` goes back to pending
+    (to be dispatched again); returns it. Call it holding the experiment's row lock."""
+    now = timezone.now()
+    stale = (
+        _active_rounds(locked)
+        .filter(status__in=[Job.Status.PENDING, Job.Status.RUNNING])
+        .filter(updated_at__lt=now - stale_after())
+        .first()
+    )
+    if stale is None:
+        return None
+    Job.objects.filter(pk=stale.pk).update(
+        status=Job.Status.PENDING,
+        message="Resuming: the worker stopped; the round goes on from its first step not stored",
+        updated_at=now,
+    )
+    stale.refresh_from_db()
+    return stale
+
+
+@transaction.atomic
+def round_create(*, experiment: Experiment, user=None) -> Job:
+    """The pending Job of the next round, unless one is already pending, running or
+    waiting. A round whose worker died (see `stale_after`) is returned instead, pending
+    again, to be resumed.
+
+    Raises ValidationError ``{"round": [...]}``. Does not dispatch: `round_start` does,
+    and ``manage.py run_campaign`` runs it in-process with `round_run`.
+    """
+    locked = Experiment.objects.select_for_update().get(pk=experiment.pk)
+    _check_cast(locked)
+    resumed = _resume_stale(locked)
+    if resumed is not None:
+        return resumed
+    waiting = _active_rounds(locked).filter(status=Job.Status.WAITING).first()
+    if waiting is not None:
+        role = (waiting.result.get("waiting") or {}).get("role", "a human")
+        raise ValidationError({"round": [f"{WAITING_FOR}{role}."]})
+    if _round_running(locked):
+        raise ValidationError({"round": [ALREADY_RUNNING]})
+    if locked.current_round >= settings.BABEL_MAX_ROUND:
+        raise ValidationError(
+            {"round": [f"The campaign is at its last round ({settings.BABEL_MAX_ROUND})."]}
+        )
+    try:
+        with transaction.atomic():  # the job_one_active_round constraint is the backstop
+            return Job.objects.create(
+                experiment=locked,
+                kind=Job.Kind.ROUND,
+                user=user if getattr(user, "pk", None) else None,
+                message="Waiting for a worker",
+                result={},
+            )
+    except IntegrityError:
+        raise ValidationError({"round": [ALREADY_RUNNING]}) from None
+
+
+def round_start(*, experiment: Experiment, user=None) -> Job:
+    """Start the next round in the background and return its Job (SPEC §8 rounds); or
+    resume the round whose worker died, returning its Job.
+
+    The task is sent after commit. With no ``REDIS_URL`` Celery runs it eagerly, so this
+    returns once the round is over or waits for a human (the Job re-read).
+    """
+    with transaction.atomic():
+        job = round_create(experiment=experiment, user=user)
+        transaction.on_commit(partial(_dispatch, str(job.pk)))
+    if not connection.in_atomic_block:
+        job.refresh_from_db()
+    return job
+
+
+def round_run(*, job_id, on_progress: ProgressCallback | None = None) -> Job | None:
+    """Run the round of a pending Job until it ends or waits for a human. Never raises
+    for a model or a step: failures are on the Job and in DM-only system turns.
+
+    Returns the Job (``None`` if it no longer exists). A Job that is not pending (already
+    claimed, waiting, finished) is returned untouched, unless it is running with no
+    progress for `stale_after` (its worker died): then it is claimed and resumed.
+    """
+    now = timezone.now()
+    claimable = Job.objects.filter(pk=job_id, kind=Job.Kind.ROUND)
+    claimed = claimable.filter(status=Job.Status.PENDING).update(
+        status=Job.Status.RUNNING, message="Starting", updated_at=now
+    ) or claimable.filter(status=Job.Status.RUNNING, updated_at__lt=now - stale_after()).update(
+        message="Resuming after a stopped worker", updated_at=now
+    )
+    job = Job.objects.select_related("experiment").filter(pk=job_id).first()
+    if job is None or not claimed:
+        return job
+    try:
+        _Round(job, on_progress).run()
+    except Exception as exc:  # the job must end in a state the UI can show
+        log.exception("round job %s failed", job_id)
+        _update_job(job_id, status=Job.Status.FAILED, message=f"Round failed: {_describe(exc)}")
+    return Job.objects.filter(pk=job_id).first()

@@ -1,0 +1,236 @@
+"""`_Round`: one round run, step by step: open the round, play the plan (the DM
+narrates, each player acts, the DM answers whispers), skip the steps already stored,
+park on a human's step, store a human's timeout, and end the Job."""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+
+from django.core.exceptions import ValidationError
+from django.db import DatabaseError, transaction
+from django.utils import timezone
+
+from campaigns.models import Experiment, Job, Participant, RoundStep, Turn
+from campaigns.selectors_usage import usage_summary
+from campaigns.services.relay.common import (
+    HUMAN,
+    _continue,
+    _dispatch_timeout,
+    _store_step_row,
+    _update_job,
+)
+from campaigns.services.relay.steps import _StepFailed, _Steps
+from campaigns.services.reveals import secrets_reveal_due
+from context_engine.relay import ACT, ANSWER, HESITATE, NARRATE, Step
+from context_engine.visibility import parse_stored_visibility
+
+log = logging.getLogger(__name__)
+
+
+class _Round(_Steps):
+    """The state of one round run: its Job, its cast, its steps."""
+
+    # the round --------------------------------------------------------------------
+    def _plan(self) -> list[tuple[str, Participant]]:
+        plan: list[tuple[str, Participant]] = [(NARRATE, self.dm)]
+        plan += [(ACT, player) for player in self.players]
+        plan.append((ANSWER, self.dm))
+        return plan
+
+    def _open(self) -> None:
+        """A round start opens the round: every pack of this round reads the new clock.
+        The Job records the round in the same transaction, so a resumed run plays the
+        same round."""
+        with transaction.atomic():
+            opened = Experiment.objects.filter(
+                pk=self.experiment.pk, current_round__lt=self.round
+            ).update(current_round=self.round)
+            if opened:  # secrets whose reveal round has now passed are revealed once
+                secrets_reveal_due(experiment_id=self.experiment.pk, round_now=self.round)
+            _update_job(self.job.pk, result=self.result)
+        self.experiment.current_round = max(self.experiment.current_round, self.round)
+
+    def _step_for(self, kind: str, participant: Participant) -> Step:
+        return Step(
+            kind=kind,
+            role=participant.role,
+            speaker_kind=participant.kind,
+            round=self.round,
+            dm_role=self.dm.role,
+            players=tuple(p.role for p in self.players),
+            whisperers=self._whisperers() if kind == ANSWER else (),
+        )
+
+    def run(self) -> None:
+        if self.dm is None:
+            raise _StepFailed("The experiment has no DM participant.")
+        self._open()
+        plan = self._plan()
+        total = len(plan)
+        for index, (kind, participant) in enumerate(plan):
+            row = self._stored().get((kind, participant.role))
+            if row is not None:  # stored by an earlier run, a human or a timeout
+                self.result["steps"].append(row.as_result())
+                continue
+            step = self._step_for(kind, participant)
+            percent = min(99, 100 * index // total)
+            if participant.model == HUMAN and not (kind == ANSWER and not step.whisperers):
+                if self._wait(step, participant, percent):
+                    return  # the human's post (or the timeout) dispatches the rest
+                self.result["steps"].append(self._stored()[(kind, participant.role)].as_result())
+                continue
+            self._report(percent, f"Round {self.round}: {step.label}")
+            self._step(step, participant)
+        self._finish()
+
+    def _wait(self, step: Step, participant: Participant, percent: int) -> bool:
+        """Park the round on a human's step: True once the Job waits for them; False if
+        they had already posted in this round since the previous step (that post is
+        their step, stored now). Both this and a human's post hold the experiment's row
+        lock, so a post lands either before (found here) or after (resumes the Job)."""
+        config = self.experiment.config or {}
+        seconds = config.get("human_timeout_s")
+        with transaction.atomic():
+            Experiment.objects.select_for_update().get(pk=self.experiment.pk)
+            early = self._early_post(step.role)
+            if early:
+                _store_step_row(
+                    experiment_id=self.experiment.pk,
+                    round_=self.round,
+                    step=step.kind,
+                    speaker=step.role,
+                    status=RoundStep.Status.OK,
+                    model=HUMAN,
+                    turns=early,
+                    job_id=self.job.pk,
+                )
+                return False  # stored now, or by a concurrent run: either way, go on
+            self.result["waiting"] = {
+                "round": self.round,
+                "step": step.kind,
+                "role": step.role,
+                "since": timezone.now().isoformat(),
+                "timeout_s": seconds if isinstance(seconds, int) else None,
+                "policy": config.get("human_timeout_policy", "skip"),
+            }
+            self._report(
+                percent,
+                f"Round {self.round}: waiting for {step.role}",
+                status=Job.Status.WAITING,
+                result=self.result,
+            )
+            if isinstance(seconds, int):
+                transaction.on_commit(
+                    partial(
+                        _dispatch_timeout,
+                        str(self.job.pk),
+                        self.round,
+                        step.kind,
+                        step.role,
+                        seconds,
+                    )
+                )
+        return True
+
+    def _early_post(self, role: str) -> list[int]:
+        """Turns ``role`` posted in this round after every stored step's turns (system
+        notes aside): a human who acted before the round reached them."""
+        claimed = [pk for row in self._stored().values() for pk in row.turns]
+        after = 0
+        if claimed:
+            last = Turn.objects.filter(pk__in=claimed).order_by("-seq").first()
+            after = last.seq if last is not None else 0
+        turns = Turn.objects.filter(
+            experiment=self.experiment, round=self.round, speaker=role, seq__gt=after
+        ).exclude(kind=Turn.Kind.SYSTEM)
+        return list(turns.order_by("seq").values_list("pk", flat=True))
+
+    def _whisperers(self) -> tuple[str, ...]:
+        """Players who whispered to a DM this round, in turn order."""
+        whispers = Turn.objects.filter(
+            experiment=self.experiment, round=self.round, kind=Turn.Kind.WHISPER
+        ).exclude(speaker__in=self.dm_roles)
+        sent = set()
+        for turn in whispers.only("speaker", "visibility"):
+            audience = parse_stored_visibility(turn.visibility, self.dm_roles) or ()
+            if set(audience) & set(self.dm_roles):
+                sent.add(turn.speaker)
+        return tuple(p.role for p in self.players if p.role in sent)
+
+    def _finish(self) -> None:
+        self.result["usage"] = usage_summary(experiment=self.experiment, round=self.round)
+        steps = self.result["steps"]
+        done = [s for s in steps if s["status"] in ("ok", "timed_out")]
+        failed = [s for s in steps if s["status"] == "failed"]
+        stored = sum(len(s["turns"]) for s in done)
+        if not [s for s in done if s["status"] == "ok"]:
+            last = failed[-1]["error"] if failed else "no agent could act"
+            self._report(
+                100,
+                f"Round {self.round} failed: no agent could act. Last error: {last}",
+                status=Job.Status.FAILED,
+                result=self.result,
+            )
+            return
+        message = f"Round {self.round} done: {stored} turn(s) from {len(done)} step(s)"
+        if failed:
+            message += "; failed: " + ", ".join(f"{s['role']} ({s['step']})" for s in failed)
+        late = [s["role"] for s in steps if s["status"] == "timed_out"]
+        if late:
+            message += "; did not act in time: " + ", ".join(late)
+        self._report(100, message, status=Job.Status.SUCCEEDED, result=self.result)
+
+    # a human who did not act ------------------------------------------------------
+    def time_out(self, *, step: str, role: str, seconds: int | None, skipped: bool = False) -> str:
+        """Store the human's step as timed out (a note, or the DM's narration of the
+        hesitation) and send the round on; ``skipped``: the DM side moved on at once.
+        Returns what was done."""
+        participant = self.by_role.get(role)
+        if participant is None or self.dm is None:
+            return "no such role"
+        policy = (self.experiment.config or {}).get("human_timeout_policy", "skip")
+        human_step = Step(kind=step, role=role, speaker_kind=participant.kind, round=self.round)
+        write = None
+        done = "skipped"
+        if policy == "narrate" and self.dm.model != HUMAN:
+            hesitate = Step(
+                kind=HESITATE,
+                role=self.dm.role,
+                speaker_kind=self.dm.kind,
+                round=self.round,
+                dm_role=self.dm.role,
+                players=tuple(p.role for p in self.players),
+                absent=role,
+            )
+            try:
+                parsed = self._ask(hesitate, self.dm)
+                write = self._write_parsed(self.dm, parsed)
+                done = "narrated"
+            except _StepFailed as exc:
+                log.warning("the DM could not narrate %s's hesitation: %s", role, exc)
+        if write is None:
+            why = "was skipped by the DM" if skipped else f"did not act within {seconds} s"
+            write = self._note(
+                f"Relay: {role} {why} in round {self.round} "
+                f"({step}); the round went on without them."
+            )
+        self.result = dict(self.job.result or {})
+        self.result.setdefault("steps", [])
+        try:
+            with transaction.atomic():
+                stored = self._commit(
+                    human_step,
+                    participant,
+                    RoundStep.Status.TIMED_OUT,
+                    write,
+                    policy=policy,
+                    outcome=done,
+                )
+                if stored:
+                    why = "was skipped" if skipped else "did not act in time"
+                    _continue(self.job, f"{role} {why} ({done}); the round goes on")
+        except (ValidationError, DatabaseError) as exc:
+            log.warning("could not store %s's timeout: %s", role, exc)
+            return "failed"
+        return done if stored else "already acted"

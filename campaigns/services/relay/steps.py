@@ -1,0 +1,278 @@
+"""The step machinery of a round run (`_Steps`, the base of `_Round`): its state, asking
+a model (the pack, retries on transient errors, the memory tool, parsing), and storing a
+step: its turns, its `RoundStep` key row and the Job's record in one transaction, or a
+DM-only note when the agent failed."""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import DatabaseError, IntegrityError, transaction
+
+from campaigns.adapters import llm_settings
+from campaigns.models import Experiment, Job, Participant, RoundStep, Turn
+from campaigns.services.context import pack_for_role
+from campaigns.services.relay.common import (
+    RETRY_ATTEMPTS,
+    ProgressCallback,
+    _describe,
+    _update_job,
+)
+from campaigns.services.relay_tools import answer_with_memory
+from campaigns.services.turns import turn_create
+from campaigns.services.usage import (
+    model_call_complete,
+    model_call_note,
+    participant_options,
+    step_key,
+)
+from campaigns.services.validation import max_content_chars
+from context_engine.agent_output import ParsedTurn, parse_agent_output
+from context_engine.llm import LLMError, call_with_retries, client_for, is_offline, offline_usage
+from context_engine.relay import ANSWER, OfflineAgent, Step, step_instruction
+from context_engine.render import frozen_prefix, to_openai_messages
+
+
+def _sleep(seconds: float) -> None:
+    """Backoff between model retries (a module attribute so tests can watch it)."""
+    time.sleep(seconds)
+
+
+def _retry_base_delay() -> float:
+    return float(settings.BABEL_LLM_RETRY_BASE_DELAY)
+
+
+class _StepFailed(Exception):
+    """A step could not produce stored turns; the message says why (for the DM)."""
+
+
+class _Steps:
+    """The state of one round run (its Job, its cast, its round) and how one step is asked
+    for and stored. `_Round` (runner) plays the steps in order."""
+
+    def __init__(self, job: Job, progress: ProgressCallback | None):
+        self.job = job
+        self.experiment: Experiment = job.experiment
+        self.callback = progress
+        participants = list(self.experiment.participants.all())  # ordered by order, id
+        self.roles = frozenset(p.role for p in participants)
+        dms = [p for p in participants if p.kind == Participant.Kind.DM]
+        self.dm_roles = tuple(sorted(p.role for p in dms))
+        self.dm = dms[0] if dms else None
+        self.players = [p for p in participants if p.kind == Participant.Kind.PLAYER]
+        self.by_role = {p.role: p for p in participants}
+        opened = (job.result or {}).get("round")
+        self.round = opened if isinstance(opened, int) else self.experiment.current_round + 1
+        self.result: dict = {"round": self.round, "steps": []}
+        self.content_limit = max_content_chars(self.experiment.config)
+
+    # progress ---------------------------------------------------------------------
+    def _report(self, percent: int, message: str, **fields) -> None:
+        _update_job(self.job.pk, progress=percent, message=message, **fields)
+        if self.callback is not None:
+            self.callback(percent, message)
+
+    def _stored(self) -> dict[tuple[str, str], RoundStep]:
+        rows = RoundStep.objects.filter(experiment=self.experiment, round=self.round)
+        return {(row.step, row.speaker): row for row in rows}
+
+    # one step ---------------------------------------------------------------------
+    def _commit(
+        self,
+        step: Step,
+        participant: Participant,
+        status: str,
+        write=None,
+        *,
+        key_role: str | None = None,
+        **detail,
+    ) -> bool:
+        """Commit one step: its key row, its turns (``write()`` returns their ids) and the
+        Job's record, in one transaction. False, with nothing stored, when the key is
+        already taken (another run stored this step first)."""
+        role = key_role or step.role
+        try:
+            with transaction.atomic():
+                Experiment.objects.select_for_update().get(pk=self.experiment.pk)
+                if RoundStep.objects.filter(
+                    experiment=self.experiment, round=self.round, step=step.kind, speaker=role
+                ).exists():
+                    return False
+                row = RoundStep.objects.create(
+                    experiment=self.experiment,
+                    round=self.round,
+                    step=step.kind,
+                    speaker=role,
+                    status=status,
+                    model=participant.model,
+                    detail=detail,
+                    job_id=self.job.pk,
+                )
+                row.turns = write() if write is not None else []
+                row.save(update_fields=["turns"])
+                self.result["steps"].append(row.as_result())
+                try:
+                    _update_job(self.job.pk, result=self.result)
+                except BaseException:
+                    self.result["steps"].pop()
+                    raise
+        except IntegrityError:
+            if RoundStep.objects.filter(
+                experiment=self.experiment, round=self.round, step=step.kind, speaker=role
+            ).exists():
+                return False
+            raise
+        return True
+
+    def _step(self, step: Step, participant: Participant) -> None:
+        if step.kind == ANSWER and not step.whisperers:
+            self._commit(
+                step, participant, RoundStep.Status.SKIPPED, reason="no whispers to answer"
+            )
+            return
+        try:
+            parsed = self._ask(step, participant)
+            self._store(step, participant, parsed)
+        except _StepFailed as exc:
+            self._store_failure(step, participant, str(exc))
+
+    def _ask(self, step: Step, participant: Participant) -> list[ParsedTurn]:
+        """Build the pack, call the model (with retries), parse. Outside any transaction."""
+        instruction = step_instruction(step)
+        role = participant.role
+        pack = pack_for_role(experiment=self.experiment, role=role, input_text=instruction)
+        try:
+            client = client_for(participant.model, llm_settings())
+        except ValueError as exc:
+            raise _StepFailed(_describe(exc)) from exc
+        # The memory tool (relay_tools): lookup lines run as this role, then one more call.
+        answer = answer_with_memory(
+            experiment=self.experiment,
+            role=role,
+            text=self._call(client, pack, step, participant),
+            rebuild=lambda note: pack_for_role(
+                experiment=self.experiment, role=role, input_text=f"{instruction}\n\n{note}"
+            ),
+            ask=lambda again: self._call(client, again, step, participant, looked_up=True),
+        )
+        parsed = parse_agent_output(
+            answer.text,
+            speaker=participant.role,
+            speaker_kind=participant.kind,
+            roles=self.roles,
+            dm_roles=self.dm_roles,
+        )
+        if not parsed:
+            raise _StepFailed("the model answered with no text")
+        return parsed
+
+    def _call(
+        self, client, pack, step: Step, participant: Participant, *, looked_up: bool = False
+    ) -> str:
+        """One model call (with retries) for ``pack``, its usage recorded (`ModelCall`);
+        the offline agent answers locally. The call after a memory lookup is keyed apart."""
+        messages = to_openai_messages(pack)
+        if is_offline(client):
+            tools = bool((self.experiment.config or {}).get("offline_agent_tools"))
+            text = OfflineAgent(tools=tools).respond(pack, step, looked_up=looked_up)
+            used = offline_usage(messages, text)
+        else:
+            retry = partial(
+                call_with_retries,
+                attempts=RETRY_ATTEMPTS,
+                base_delay=_retry_base_delay(),
+                sleep=_sleep,
+            )
+            try:
+                completion = model_call_complete(
+                    experiment=self.experiment,
+                    role=participant.role,
+                    client=client,
+                    messages=messages,
+                    options=participant_options(participant),
+                    frozen_prefix=frozen_prefix(pack),
+                    retry=retry,
+                )
+            except LLMError as exc:
+                raise _StepFailed(f"{type(exc).__name__}: {_describe(exc)}") from exc
+            text, used = completion.text, completion.usage
+        key = step_key(round=self.round, step=step.kind, role=participant.role)
+        model_call_note(
+            experiment=self.experiment,
+            job=self.job,
+            key=f"{key}:lookup" if looked_up else key,
+            round=self.round,
+            role=participant.role,
+            step=step.kind,
+            model=participant.model,
+            messages=messages,
+            usage=used,
+        )
+        return text
+
+    def _clip(self, content: str) -> str:
+        """Content over the experiment's limit is cut, saying so (never a failed write)."""
+        if len(content) <= self.content_limit:
+            return content
+        note = f"\n[cut by the relay: {len(content) - self.content_limit} characters over]"
+        keep = max(0, self.content_limit - len(note))
+        return (content[:keep] + note)[: self.content_limit]
+
+    def _write_parsed(self, participant: Participant, parsed: list[ParsedTurn]):
+        def write() -> list[int]:
+            return [
+                turn_create(
+                    experiment=self.experiment,
+                    round=self.round,
+                    speaker=participant.role,
+                    kind=item.kind,
+                    content=self._clip(item.content),
+                    visibility=list(item.visibility) if item.visibility is not None else None,
+                    tags=list(item.tags),
+                    hinge=item.hinge,
+                    needs_review=item.needs_review,
+                ).pk
+                for item in parsed
+            ]
+
+        return write
+
+    def _store(self, step: Step, participant: Participant, parsed: list[ParsedTurn]) -> None:
+        review = sum(1 for item in parsed if item.needs_review)
+        try:
+            self._commit(
+                step,
+                participant,
+                RoundStep.Status.OK,
+                self._write_parsed(participant, parsed),
+                review=review,
+            )
+        except (ValidationError, DatabaseError) as exc:
+            raise _StepFailed(
+                f"its answer could not be stored ({type(exc).__name__}: {_describe(exc)})"
+            ) from exc
+
+    def _note(self, text: str):
+        def write() -> list[int]:
+            turn = turn_create(
+                experiment=self.experiment,
+                round=self.round,
+                speaker=self.dm.role,
+                kind=Turn.Kind.SYSTEM,
+                content=self._clip(text),
+                visibility=list(self.dm_roles),
+            )
+            return [turn.pk]
+
+        return write
+
+    def _store_failure(self, step: Step, participant: Participant, reason: str) -> None:
+        """A DM-only system turn saying the agent failed; the round goes on."""
+        note = (
+            f"Relay: {participant.role}'s step ({step.kind}, model {participant.model}) failed "
+            f"and was skipped this round: {reason}"
+        )
+        self._commit(step, participant, RoundStep.Status.FAILED, self._note(note), error=reason)
