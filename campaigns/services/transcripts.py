@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
@@ -248,24 +249,25 @@ def _import_turns(
 ) -> list[int]:
     """Validate every turn, then write them all, counting tokens chunk by chunk.
 
-    Returns the new turns' ids in list order. Nothing is written before every turn has
-    validated (and a later error still rolls everything back: the caller is atomic).
-    Token counting is the floor of an import's cost; the writes are arranged around it:
+    Returns the new turns' ids in list order. Token counting is the floor of an
+    import's cost; the writes are arranged around it. A bad turn raises before any turn
+    row is written, and the caller's transaction rolls back whatever was.
 
     - PostgreSQL: one thread. Count a chunk, format it as COPY text, send it; the server
       stores chunk k while Python counts chunk k+1 (a counting thread would only fight
       the formatting for the GIL: tiktoken needs it back after every text).
-    - SQLite: counting in a worker thread, overlapping SQLite's own work, which runs
-      without the GIL: first the full-text rows (they need no counts: the ids are
-      assigned here), then each chunk of turns as soon as its counts are in.
+    - SQLite: its own work runs without the GIL, so it overlaps the Python work. The
+      full-text rows need neither validation nor counts (the ids are assigned here):
+      they are written while the turns validate; then counting runs in a worker thread
+      while each chunk of turns is inserted as soon as its counts are in.
     """
     limit = max_content_chars(experiment.config)
-    rows = _clean_turns(roles, dm_roles, items, limit)
-    if not rows:
-        return []
     if connection.vendor == "postgresql":
-        return _pg_insert(experiment.pk, rows)
-    return _sqlite_insert(experiment.pk, rows)
+        rows = _clean_turns(roles, dm_roles, items, limit)
+        return _pg_insert(experiment.pk, rows) if rows else []
+    if not items:
+        return []
+    return _sqlite_insert(experiment.pk, items, lambda: _clean_turns(roles, dm_roles, items, limit))
 
 
 _CHUNK = 2000  # turns counted, and written, per step
@@ -460,59 +462,82 @@ def _copy_rows(chunk: list[tuple]):
         )
 
 
-def _sqlite_insert(pk: int, rows: list[tuple]) -> list[int]:
-    """Full-text rows, then multi-row INSERTs of the turns with ids assigned here.
+def _sqlite_insert(pk: int, items: list, clean) -> list[int]:
+    """Full-text rows (while ``clean()`` validates the turns), then multi-row INSERTs of
+    the turns with ids assigned here.
 
     The ids continue the table's AUTOINCREMENT sequence: this transaction already holds
     SQLite's single write lock (it created the experiment), so no other connection can
     take one meanwhile. Multi-row INSERTs (as many rows each as SQLite's variable limit
     allows) take half the time of an executemany, which pays a statement per row. On the
     driver's connection, in the same transaction: Django's wrapper would rewrite, and
-    with DEBUG log, every one of those thousands of parameters.
+    with DEBUG log, every one of those thousands of parameters. The writer thread is the
+    connection's only user until it is done (the main thread validates meanwhile).
     """
     import sqlite3
 
-    texts = [row[3] for row in rows]
+    texts = [
+        item["content"] if type(item) is dict and type(item.get("content")) is str else ""
+        for item in items
+    ]
     raw = connection.connection
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        counted = [
-            pool.submit(tokens.count_many, texts[s : s + _CHUNK])
-            for s in range(0, len(rows), _CHUNK)
-        ]
-        try:
-            first = _next_turn_id(raw)
-            ids = range(first, first + len(rows))
-            trigger = _sqlite_fts_insert(raw, pk, ids, texts)
-            limit = raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
-            per_statement = max(1, min(_CHUNK, limit // (_TURN_COLUMN_COUNT + 1)))
-            statements: dict[int, str] = {}
-            created_at = connection.ops.adapt_datetimefield_value(timezone.now())
-            for k, start in enumerate(range(0, len(rows), _CHUNK)):
-                counts = counted[k].result()
-                chunk = rows[start : start + _CHUNK]
-                for offset in range(0, len(chunk), per_statement):
-                    part = chunk[offset : offset + per_statement]
-                    at = start + offset
-                    values = [
-                        value
-                        for i, row, count in zip(
-                            range(at, at + len(part)),
-                            part,
-                            counts[offset : offset + len(part)],
-                            strict=True,
-                        )
-                        for value in (ids[i], pk, i + 1, count, created_at, *row)
-                    ]
-                    sql = statements.get(len(part))
-                    if sql is None:
-                        sql = statements[len(part)] = _INSERT_TURNS + ", ".join([_ROW] * len(part))
-                    raw.execute(sql, values)
-            if trigger is not None:
-                raw.execute(trigger)
-        finally:
-            for future in counted:  # after an error: do not count what will not be stored
-                future.cancel()
+    with _sqlite_cache(raw, sum(map(len, texts))):
+        first = _next_turn_id(raw)
+        ids = range(first, first + len(items))
+        with ThreadPoolExecutor(max_workers=1) as writer:  # exits only once it is done
+            fts = writer.submit(_sqlite_fts_insert, raw, pk, ids, texts)
+            rows = clean()
+            trigger = fts.result()
+        limit = raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+        per_statement = max(1, min(_CHUNK, limit // (_TURN_COLUMN_COUNT + 1)))
+        statements: dict[int, str] = {}
+        created_at = connection.ops.adapt_datetimefield_value(timezone.now())
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            counted = [
+                pool.submit(tokens.count_many, texts[s : s + _CHUNK])
+                for s in range(0, len(rows), _CHUNK)
+            ]
+            try:
+                for k, start in enumerate(range(0, len(rows), _CHUNK)):
+                    counts = counted[k].result()
+                    chunk = rows[start : start + _CHUNK]
+                    for offset in range(0, len(chunk), per_statement):
+                        part = chunk[offset : offset + per_statement]
+                        at = start + offset
+                        values = [
+                            value
+                            for i, row, count in zip(
+                                range(at, at + len(part)),
+                                part,
+                                counts[offset : offset + len(part)],
+                                strict=True,
+                            )
+                            for value in (ids[i], pk, i + 1, count, created_at, *row)
+                        ]
+                        sql = statements.get(len(part))
+                        if sql is None:
+                            sql = _INSERT_TURNS + ", ".join([_ROW] * len(part))
+                            statements[len(part)] = sql
+                        raw.execute(sql, values)
+            finally:
+                for future in counted:  # after an error: do not count what will not be stored
+                    future.cancel()
+        if trigger is not None:
+            raw.execute(trigger)
     return list(ids)
+
+
+@contextmanager
+def _sqlite_cache(raw, text_bytes: int):
+    """A page cache that holds the import's writes (table, indexes, FTS: ~3× the text),
+    up to 256 MB, for its length: SQLite's default 2 MB spills dirty pages mid-write."""
+    (previous,) = raw.execute("PRAGMA cache_size").fetchone()
+    kib = min(256 * 1024, max(-previous if previous < 0 else 0, 3 * text_bytes // 1024))
+    raw.execute(f"PRAGMA cache_size = -{int(kib)}")
+    try:
+        yield
+    finally:
+        raw.execute(f"PRAGMA cache_size = {int(previous)}")
 
 
 def _next_turn_id(raw) -> int:
@@ -536,6 +561,8 @@ def _sqlite_fts_insert(raw, pk: int, ids: range, texts: list[str]) -> str | None
     ascending rowid order; a failure rolls all of it back together. No full-text table
     (not migrated this far): nothing to keep in sync, None.
     """
+    import sqlite3
+
     found = raw.execute(
         "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", [_FTS_TRIGGER]
     ).fetchone()
@@ -543,17 +570,19 @@ def _sqlite_fts_insert(raw, pk: int, ids: range, texts: list[str]) -> str | None
         return None
     raw.execute(f"DROP TRIGGER {_FTS_TRIGGER}")
     prefix = f"xexp{pk} "
-    for end in range(len(texts), 0, -_FTS_ROWS):
+    # Few, large statements: this runs beside validation, and each statement start and
+    # end waits for the GIL.
+    per_statement = max(1, min(8000, raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // 2))
+    for end in range(len(texts), 0, -per_statement):
         values = [
             value
-            for i in range(end - 1, max(0, end - _FTS_ROWS) - 1, -1)
+            for i in range(end - 1, max(0, end - per_statement) - 1, -1)
             for value in (-ids[i], prefix + texts[i])
         ]
         raw.execute(_FTS_INSERT + ", ".join(["(?, ?)"] * (len(values) // 2)), values)
     return found[0]
 
 
-_FTS_ROWS = 2000
 _FTS_INSERT = "INSERT INTO campaigns_turn_fts(rowid, body) VALUES "
 _TURN_COLUMNS = (
     "experiment_id, seq, tokens, created_at, round, speaker, kind, content, visibility, "
