@@ -19,6 +19,7 @@ names the element and field, e.g. ``turns[3].visibility``.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
@@ -246,7 +247,7 @@ def _import_participants(experiment: Experiment, items: list) -> set[str]:
 
 def _import_turns(
     experiment: Experiment, roles: set[str], dm_roles: tuple[str, ...], items: list
-) -> list[int]:
+) -> Sequence[int]:
     """Validate every turn, then write them all, counting tokens chunk by chunk.
 
     Returns the new turns' ids in list order. Token counting is the floor of an
@@ -401,7 +402,7 @@ def _clean_turns(roles, dm_roles, items: list, limit: int) -> list[tuple]:
     return [row(index, item) for index, item in enumerate(items)]
 
 
-def _pg_insert(pk: int, rows: list[tuple]) -> list[int]:
+def _pg_insert(pk: int, rows: list[tuple]) -> Sequence[int]:
     """COPY, in text form built here (psycopg's per-row adaptation cost as much as the
     counting): one statement, so the statement-level pack_version trigger runs once.
 
@@ -410,25 +411,44 @@ def _pg_insert(pk: int, rows: list[tuple]) -> list[int]:
     """
     created_at = timezone.now().isoformat()
     count = tokens.count_many
-    with connection.cursor() as cursor:
-        with cursor.cursor.copy(_COPY_TURNS) as copy:
-            for start in range(0, len(rows), _CHUNK):
-                chunk = rows[start : start + _CHUNK]
-                counts = count([row[3] for row in chunk])
-                lines = [
-                    f"{pk}\t{seq}\t{n}\t{created_at}\t{r}\t{speaker}\t{kind}\t"
-                    f"{_copy_text(content)}\t{vis}\t{tags}\t{hinge}\t{review}\tf\n"
-                    for seq, (r, speaker, kind, content, vis, tags, hinge, review), n in zip(
-                        range(start + 1, start + len(chunk) + 1),
-                        _copy_rows(chunk),
-                        counts,
-                        strict=True,
-                    )
-                ]
-                copy.write("".join(lines))
-        send_on_commit("index_turn_search", pk)
-        cursor.execute("SELECT id FROM campaigns_turn WHERE experiment_id = %s ORDER BY seq", [pk])
-        return [row[0] for row in cursor.fetchall()]
+    with connection.cursor() as cursor, cursor.cursor.copy(_COPY_TURNS) as copy:
+        for start in range(0, len(rows), _CHUNK):
+            chunk = rows[start : start + _CHUNK]
+            counts = count([row[3] for row in chunk])
+            lines = [
+                f"{pk}\t{seq}\t{n}\t{created_at}\t{r}\t{speaker}\t{kind}\t"
+                f"{_copy_text(content)}\t{vis}\t{tags}\t{hinge}\t{review}\tf\n"
+                for seq, (r, speaker, kind, content, vis, tags, hinge, review), n in zip(
+                    range(start + 1, start + len(chunk) + 1),
+                    _copy_rows(chunk),
+                    counts,
+                    strict=True,
+                )
+            ]
+            copy.write("".join(lines))
+    send_on_commit("index_turn_search", pk)
+    return _TurnIds(pk, len(rows))
+
+
+class _TurnIds(Sequence):
+    """PostgreSQL: the imported turns' ids in list order, read only if lore points at
+    turns (most transcripts' lore does not; COPY returns no ids)."""
+
+    def __init__(self, experiment_id: int, count: int):
+        self.experiment_id, self.count, self.ids = experiment_id, count, None
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index):
+        if self.ids is None:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT id FROM campaigns_turn WHERE experiment_id = %s ORDER BY seq",
+                    [self.experiment_id],
+                )
+                self.ids = [row[0] for row in cursor.fetchall()]
+        return self.ids[index]
 
 
 def _copy_text(value: str) -> str:
@@ -462,7 +482,7 @@ def _copy_rows(chunk: list[tuple]):
         )
 
 
-def _sqlite_insert(pk: int, items: list, clean) -> list[int]:
+def _sqlite_insert(pk: int, items: list, clean) -> Sequence[int]:
     """Full-text rows (while ``clean()`` validates the turns), then multi-row INSERTs of
     the turns with ids assigned here.
 
@@ -524,7 +544,7 @@ def _sqlite_insert(pk: int, items: list, clean) -> list[int]:
                     future.cancel()
         if trigger is not None:
             raw.execute(trigger)
-    return list(ids)
+    return ids
 
 
 @contextmanager
@@ -627,7 +647,9 @@ _INDEX_BATCH = (
 )
 
 
-def _import_lore(experiment: Experiment, roles: set[str], turn_ids: list[int], items: list) -> None:
+def _import_lore(
+    experiment: Experiment, roles: set[str], turn_ids: Sequence[int], items: list
+) -> None:
     """Validate every entry, then three bulk inserts: entries, source links, revisions."""
     from context_engine.memory.extraction import merge_key
 

@@ -133,3 +133,21 @@ def test_a_large_import_stores_every_turn_with_its_token_count():
     assert stored == [
         (i + 1, turn["content"], tokens.count(turn["content"])) for i, turn in enumerate(turns)
     ]
+
+
+def test_awkward_characters_survive_the_bulk_write():
+    """PostgreSQL's COPY text format escapes backslash, tab, newline and return."""
+    source = demo.transcript()
+    good = source["turns"][0]
+    awkward = "tab\there, back\\slash, new\nline, return\r, \\N, \\., end\\"
+    turns = [
+        {
+            **good,
+            "content": awkward,
+            "tags": ['quote"d', "back\\slash", "tab\tbed", "ünïcode ✓"],
+        },
+        {**good, "content": "\\.\n", "tags": []},
+    ]
+    experiment = transcripts.import_transcript(data={**source, "turns": turns, "lore": []})
+    stored = list(experiment.turns.order_by("seq").values_list("content", "tags"))
+    assert stored == [(turn["content"], turn["tags"]) for turn in turns]
