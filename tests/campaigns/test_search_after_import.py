@@ -63,8 +63,8 @@ def _searches(experiment) -> dict:
     results = {}
     for role in ROLES:
         viewer = selectors.viewer_for_role(experiment=experiment, role=role)
-        for text in (*WORDS, "kestrel ashfern", "nothingmatches"):
-            for before_round in (None, 2, 40, 300, 421):
+        for text in ("ashfern", "kestrel", "quillfire", "kestrel ashfern", "nothingmatches"):
+            for before_round in (None, 2, 300):  # both tiers: recent rounds, then older
                 for limit in (3, 25):
                     found = selectors.search_turns(
                         experiment=experiment,
