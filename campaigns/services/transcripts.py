@@ -628,22 +628,28 @@ def index_imported_turns(*, experiment_id: int, batch: int = SEARCH_INDEX_BATCH)
     """
     if connection.vendor != "postgresql":
         return 0
+    with connection.cursor() as cursor:
+        cursor.execute(_PENDING_SEQS, [experiment_id])
+        low, high = cursor.fetchone()
+    if low is None:
+        return 0
     done = 0
-    while True:
+    for start in range(low, high + 1, batch):
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(_INDEX_BATCH, [experiment_id, batch])
-            count = cursor.rowcount
-        done += count
-        if count < batch:
-            return done
+            cursor.execute(_INDEX_BATCH, [experiment_id, start, start + batch])
+            done += cursor.rowcount
+    return done
 
 
-# The outer NOT search_indexed: a concurrent run that waited on these rows' locks skips
-# what the other already indexed instead of writing it again.
+# Batches by seq range, through the (experiment, seq) unique index: a LIMIT over the
+# pending rows would walk past every row already flipped in this run, batch after batch.
+# NOT search_indexed: rows a concurrent run already flipped are left alone.
+_PENDING_SEQS = (
+    "SELECT min(seq), max(seq) FROM campaigns_turn WHERE experiment_id = %s AND NOT search_indexed"
+)
 _INDEX_BATCH = (
-    "UPDATE campaigns_turn SET search_indexed = true WHERE NOT search_indexed AND id IN "
-    "(SELECT id FROM campaigns_turn WHERE experiment_id = %s AND NOT search_indexed "
-    "ORDER BY seq LIMIT %s)"
+    "UPDATE campaigns_turn SET search_indexed = true "
+    "WHERE experiment_id = %s AND seq >= %s AND seq < %s AND NOT search_indexed"
 )
 
 

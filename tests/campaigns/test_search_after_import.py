@@ -118,7 +118,7 @@ def test_search_mid_way_through_the_task_gives_the_same_rows():
     some = {"roles": ("Thorin", "DM"), "texts": ("ashfern", "kestrel ashfern")}
     before = _searches(experiment, **some)
     with connection.cursor() as cursor:  # one batch of the task, as if interrupted
-        cursor.execute(transcripts._INDEX_BATCH, [experiment.pk, 250])
+        cursor.execute(transcripts._INDEX_BATCH, [experiment.pk, 1, 251])
     assert 0 < _pending(experiment) < experiment.turns.count()
     assert _searches(experiment, **some) == before
     assert before["Thorin", "ashfern", 300, 25] and before["DM", "kestrel ashfern", None, 3]
