@@ -315,19 +315,30 @@ def pin_id_query(*, experiment_id: int, role: str, count: int) -> Query:
 
 # PostgreSQL: the newest matches through the GIN index, as a subquery the planner cannot
 # flatten (OFFSET 0): joined directly, it prefers walking the experiment backwards by seq
-# and computing to_tsvector on every row it passes.
+# and computing to_tsvector on every row it passes. The GIN index covers indexed rows
+# only (migration 0017): an import's rows wait for a background task, and until it has
+# run they are matched by the second branch, which walks the experiment's not-yet-indexed
+# rows (a partial btree, empty in the steady state). Each branch gives its newest N, the
+# union's newest N are the answer: the same rows before and after the task.
+_PG_MATCH = "to_tsvector('english'::regconfig, content) @@ to_tsquery('english'::regconfig, %s)"
 _PG_NEWEST_MATCHES = (
-    "SELECT id FROM campaigns_turn WHERE experiment_id = %s AND "
-    "to_tsvector('english'::regconfig, content) @@ to_tsquery('english'::regconfig, %s)"
-    " ORDER BY seq DESC LIMIT %s OFFSET 0"
+    "SELECT id FROM ("
+    "(SELECT id, seq FROM campaigns_turn WHERE experiment_id = %s AND search_indexed AND "
+    f"{_PG_MATCH} ORDER BY seq DESC LIMIT %s) UNION ALL "
+    "(SELECT id, seq FROM campaigns_turn WHERE experiment_id = %s AND NOT search_indexed AND "
+    f"{_PG_MATCH} ORDER BY seq DESC LIMIT %s)"
+    ") AS matches ORDER BY seq DESC LIMIT %s OFFSET 0"
 )
 # PostgreSQL, first tier: the matches of recent rounds only. Both conditions have an index
 # (GIN, and the (experiment, round, seq) btree): the planner ANDs the two bitmaps and
-# reads the heap pages of the window's matches alone.
+# reads the heap pages of the window's matches alone. Not-yet-indexed rows as above.
 _PG_RECENT_MATCHES = (
-    "SELECT id FROM campaigns_turn WHERE experiment_id = %s AND round >= %s AND round < %s"
-    " AND to_tsvector('english'::regconfig, content) @@ to_tsquery('english'::regconfig, %s)"
-    " ORDER BY seq DESC LIMIT %s OFFSET 0"
+    "SELECT id FROM ("
+    "(SELECT id, seq FROM campaigns_turn WHERE experiment_id = %s AND round >= %s AND "
+    f"round < %s AND search_indexed AND {_PG_MATCH} ORDER BY seq DESC LIMIT %s) UNION ALL "
+    "(SELECT id, seq FROM campaigns_turn WHERE experiment_id = %s AND NOT search_indexed AND "
+    f"round >= %s AND round < %s AND {_PG_MATCH} ORDER BY seq DESC LIMIT %s)"
+    ") AS matches ORDER BY seq DESC LIMIT %s OFFSET 0"
 )
 RECENT_SEARCH_ROUNDS = 250  # ~2,000 turns at 8 a round; more rounds only when too few hit
 # SQLite: FTS5 rows are keyed by the negated turn id (migration 0008), so ascending rowid
@@ -408,6 +419,7 @@ def _pg_search(key, viewer, before_round, limit, columns) -> Precompiled:
 
     def everything(slots):
         newest = [slots.int("experiment"), slots.str("query"), slots.int("scan_limit")]
+        newest = [*newest, *newest, slots.int("scan_limit")]  # indexed, pending, both
         if before_round is None:
             return tier(slots, _PG_NEWEST_MATCHES, newest, {})
         return tier(slots, _PG_NEWEST_MATCHES, newest, {"round__lt": slots.int("recent_from")})
@@ -424,6 +436,7 @@ def _pg_search(key, viewer, before_round, limit, columns) -> Precompiled:
             slots.str("query"),
             slots.int("scan_limit"),
         ]
+        params = [*params, *params, slots.int("scan_limit")]  # indexed, pending, both
         return tier(slots, _PG_RECENT_MATCHES, params, {"round__lt": slots.int("before_round")})
 
     found = _joined.get(key)

@@ -14,7 +14,7 @@ import uuid
 from celery import shared_task
 
 from campaigns.models import Experiment, Job, LoreEntry, Turn, VisibilityChange
-from campaigns.services import arena, maintenance, memory, relay
+from campaigns.services import arena, maintenance, memory, relay, transcripts
 from campaigns.services.memory.dispatch import send_on_commit
 
 
@@ -22,6 +22,12 @@ from campaigns.services.memory.dispatch import send_on_commit
 def recount_turn_tokens(turn_id: int) -> int | None:
     """Recompute one turn's cached token count (after a tokenizer change, or an import)."""
     return maintenance.turn_recount_tokens(turn_id=turn_id)
+
+
+@shared_task(acks_late=True, soft_time_limit=270, time_limit=300)
+def index_turn_search(experiment_id: int) -> int:
+    """Full-text index an imported experiment's turns (PostgreSQL; searches see them anyway)."""
+    return transcripts.index_imported_turns(experiment_id=experiment_id)
 
 
 @shared_task(acks_late=True, soft_time_limit=50, time_limit=60)

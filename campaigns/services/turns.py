@@ -50,13 +50,13 @@ def turn_fields(
         "tags": clean_tags(tags),
         "hinge": hinge,
     }
-    cleaned["visibility"] = _private_kinds(cleaned, dm_roles)
+    cleaned["visibility"] = private_kinds(cleaned, dm_roles)
     if count_tokens:
         cleaned["tokens"] = tokens.count(cleaned["content"])
     return cleaned
 
 
-def _private_kinds(cleaned: dict, dm_roles: tuple[str, ...]) -> list[str] | None:
+def private_kinds(cleaned: dict, dm_roles: tuple[str, ...]) -> list[str] | None:
     """Kinds that are private by nature (SPEC §4) never default to public.
 
     A monologue is its speaker's only; a GM note defaults to the DM; a whisper defaults to

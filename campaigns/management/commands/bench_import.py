@@ -4,7 +4,9 @@ Builds a seeded synthetic campaign (`campaigns.bench`), exports it to transcript
 then times, each inside a transaction that is rolled back: importing that text
 (`transcripts.loads` + `import_transcript`, what `POST /api/import/` does), and counting
 the tokens of every turn's content with tiktoken alone (the floor: import must count
-them too). Prints both and their throughput ratio; nothing is kept.
+them too). Prints both and their throughput ratio; nothing is kept. On PostgreSQL the
+import leaves full-text indexing to a task after commit (`index_turn_search`): that
+task's time is printed on its own line, so the ratio hides nothing.
 """
 
 from __future__ import annotations
@@ -48,13 +50,17 @@ def import_numbers(turns: int, repeats: int) -> dict:
         started = time.perf_counter()
         batch(contents)
         batched.append(time.perf_counter() - started)
-    imported = []
+    imported, indexed = [], []
     for _ in range(repeats):
         try:
             with transaction.atomic():
                 started = time.perf_counter()
-                transcripts.import_transcript(data=transcripts.loads(text))
+                experiment = transcripts.import_transcript(data=transcripts.loads(text))
                 imported.append(time.perf_counter() - started)
+                # PostgreSQL leaves full-text indexing to a task after commit: time it too.
+                started = time.perf_counter()
+                if transcripts.index_imported_turns(experiment_id=experiment.pk):
+                    indexed.append(time.perf_counter() - started)
                 raise _Rollback
         except _Rollback:
             pass
@@ -62,6 +68,8 @@ def import_numbers(turns: int, repeats: int) -> dict:
         "turns": turns,
         "bytes": len(text.encode("utf-8")),
         "import_s": statistics.median(imported),
+        # The background task `index_turn_search` (PostgreSQL; None: indexed in the import).
+        "indexing_s": statistics.median(indexed) if indexed else None,
         "tiktoken_s": statistics.median(raw),
         # tiktoken's own threaded batch (one thread per core): a lower floor, for reference.
         "tiktoken_batch_s": statistics.median(batched) if batched else None,
@@ -103,6 +111,12 @@ class Command(BaseCommand):
                 f"raw tiktoken, threaded batch: {n['tiktoken_batch_s']:.2f} s\n"
                 if n["tiktoken_batch_s"] is not None
                 else ""
+            )
+            + (
+                f"search indexing (background task after commit, not in import): "
+                f"{n['indexing_s']:.2f} s\n"
+                if n["indexing_s"] is not None
+                else "search indexing: inside the import (FTS5 rows written with the turns)\n"
             )
             + f"import throughput = {ratio:.0%} of raw tiktoken (floor: 50%)"
         )

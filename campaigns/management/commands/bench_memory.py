@@ -34,7 +34,12 @@ from campaigns.services.memory import (
 )
 from campaigns.services.memory.audiences import audiences_for
 from campaigns.services.memory.digests import summarize_one
-from campaigns.services.transcripts import export_transcript, import_transcript, loads
+from campaigns.services.transcripts import (
+    export_transcript,
+    import_transcript,
+    index_imported_turns,
+    loads,
+)
 from context_engine.memory.extraction import merge_key
 from context_engine.memory.observe import add_observation, observe
 from context_engine.memory.tabletalk import is_ooc_speaker
@@ -145,10 +150,12 @@ class Command(BaseCommand):
                 started = time.perf_counter()
                 imported = import_transcript(data=data)
                 took_import = time.perf_counter() - started
+                # Inside this rolled-back transaction nothing is sent on commit: run the
+                # full-text indexing task here, as the worker would (PostgreSQL), untimed.
+                index_imported_turns(experiment_id=imported.pk)
                 started = time.perf_counter()
                 job = run_command(experiment=imported, command="checkpoint", user=None)
-                # Inside this rolled-back transaction nothing is sent on commit: run the
-                # job's steps here, as the worker would, one batch per step.
+                # The same for the job's steps, one batch per step.
                 while job.status in (Job.Status.PENDING, Job.Status.RUNNING):
                     job = memory_job_run(job=job)
                 took_checkpoint = time.perf_counter() - started
@@ -172,6 +179,7 @@ class Command(BaseCommand):
                 started = time.perf_counter()
                 imported = import_transcript(data=data)
                 took_import = time.perf_counter() - started
+                index_imported_turns(experiment_id=imported.pk)  # the worker's part (above)
                 started = time.perf_counter()
                 job = run_command(experiment=imported, command="checkpoint", user=None)
                 while job.status in (Job.Status.PENDING, Job.Status.RUNNING):

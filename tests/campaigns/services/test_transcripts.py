@@ -92,3 +92,62 @@ def test_invalid_json_is_a_validation_error_not_a_crash():
     with pytest.raises(ValidationError) as caught:
         transcripts.loads("{not json")
     assert "transcript" in caught.value.message_dict
+
+
+def _fts_state():
+    """SQLite: the full-text table's rows and the insert trigger (None elsewhere)."""
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM campaigns_turn_fts_docsize")
+        rows = cursor.fetchone()[0]
+        cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'campaigns_turn_fts_ai'")
+        return rows, cursor.fetchone()
+
+
+@pytest.mark.parametrize("bad_at", [0, 2345, 4999])
+def test_a_bad_turn_anywhere_in_a_large_import_stores_nothing(bad_at):
+    """Several chunks of turns; the bad one in the first, a middle or the last chunk."""
+    source = demo.transcript()
+    good = source["turns"][0]
+    turns = [{**good, "content": f"Turn {i} of many."} for i in range(5000)]
+    turns[bad_at] = {**good, "speaker": "Gandalf"}
+    before, fts_before = _counts(), _fts_state()
+    with pytest.raises(ValidationError) as caught:
+        transcripts.import_transcript(data={**source, "turns": turns, "lore": []})
+    assert list(caught.value.message_dict) == [f"turns[{bad_at}].speaker"]
+    assert _counts() == before
+    assert _fts_state() == fts_before
+
+
+def test_a_large_import_stores_every_turn_with_its_token_count():
+    from context_engine import tokens
+
+    source = demo.transcript()
+    good = source["turns"][0]
+    turns = [{**good, "content": f"Turn {i}: " + "word " * (i % 37)} for i in range(4500)]
+    experiment = transcripts.import_transcript(data={**source, "turns": turns, "lore": []})
+    stored = list(experiment.turns.order_by("seq").values_list("seq", "content", "tokens"))
+    assert stored == [
+        (i + 1, turn["content"], tokens.count(turn["content"])) for i, turn in enumerate(turns)
+    ]
+
+
+def test_awkward_characters_survive_the_bulk_write():
+    """PostgreSQL's COPY text format escapes backslash, tab, newline and return."""
+    source = demo.transcript()
+    good = source["turns"][0]
+    awkward = "tab\there, back\\slash, new\nline, return\r, \\N, \\., end\\"
+    turns = [
+        {
+            **good,
+            "content": awkward,
+            "tags": ['quote"d', "back\\slash", "tab\tbed", "ünïcode ✓"],
+        },
+        {**good, "content": "\\.\n", "tags": []},
+    ]
+    experiment = transcripts.import_transcript(data={**source, "turns": turns, "lore": []})
+    stored = list(experiment.turns.order_by("seq").values_list("content", "tags"))
+    assert stored == [(turn["content"], turn["tags"]) for turn in turns]

@@ -1,0 +1,173 @@
+"""An imported campaign is searchable at once, the same before and after its indexing task.
+
+PostgreSQL: the importer writes its rows outside the GIN index (``search_indexed``
+false, migration 0017) and `campaigns.tasks.index_turn_search` adds them after commit;
+searches match the pending rows meanwhile. SQLite: the importer writes the FTS5 rows
+itself, with the ids it assigns.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from campaigns import selectors, tasks
+from campaigns.models import Turn
+from campaigns.services import transcripts
+from tests.factories import make_turn
+
+pytestmark = pytest.mark.django_db
+
+WORDS = ("brinewick", "ashfern", "kestrel", "lanternmoss", "quillfire")
+ROLES = ("DM", "Thorin", "Cassia")
+
+
+def _transcript(rounds: int = 310) -> dict:
+    """Turns over ``rounds`` rounds (both search tiers), mixed audiences, several words."""
+    turns = []
+    for round_ in range(1, rounds + 1):
+        word = WORDS[round_ % len(WORDS)]
+        turns.append(
+            {"round": round_, "speaker": "DM", "kind": "narrative", "content": f"The {word} glows."}
+        )
+        if round_ % 3 == 0:
+            turns.append(
+                {
+                    "round": round_,
+                    "speaker": "Cassia",
+                    "kind": "whisper",
+                    "content": f"Hide the {WORDS[(round_ + 1) % 5]} from Thorin.",
+                    "visibility": ["Cassia", "DM"],
+                }
+            )
+        if round_ % 7 == 0:
+            turns.append(
+                {
+                    "round": round_,
+                    "speaker": "Thorin",
+                    "kind": "monologue",
+                    "content": f"I distrust the {word}.",
+                }
+            )
+    return {
+        "experiment": {"name": "Searchable"},
+        "participants": [
+            {"role": role, "kind": "dm" if role == "DM" else "player"} for role in ROLES
+        ],
+        "turns": turns,
+        "lore": [],
+    }
+
+
+SEARCHES = ("ashfern", "kestrel", "quillfire", "kestrel ashfern", "nothingmatches")
+
+
+def _searches(experiment, roles=ROLES, texts=SEARCHES) -> dict:
+    results = {}
+    for role in roles:
+        viewer = selectors.viewer_for_role(experiment=experiment, role=role)
+        for text in texts:
+            for before_round in (None, 2, 300):  # both tiers: recent rounds, then older
+                for limit in (3, 25):
+                    found = selectors.search_turns(
+                        experiment=experiment,
+                        viewer=viewer,
+                        text=text,
+                        before_round=before_round,
+                        limit=limit,
+                    )
+                    results[role, text, before_round, limit] = [t.seq for t in found]
+    return results
+
+
+def _pending(experiment) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM campaigns_turn WHERE experiment_id = %s AND NOT search_indexed",
+            [experiment.pk],
+        )
+        return cursor.fetchone()[0]
+
+
+postgres_only = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="the deferred GIN index is PostgreSQL's"
+)
+
+
+@postgres_only
+def test_search_right_after_import_equals_search_after_the_indexing_task():
+    experiment = transcripts.import_transcript(data=_transcript())
+    total = experiment.turns.count()
+    assert _pending(experiment) == total  # nothing in the GIN index yet
+    before = _searches(experiment)
+
+    assert transcripts.index_imported_turns(experiment_id=experiment.pk, batch=97) == total
+    assert _pending(experiment) == 0
+    after = _searches(experiment)
+
+    assert after == before
+    # Not vacuous: the searches found rows, audiences differ, and both tiers were used.
+    assert before["DM", "ashfern", None, 25] and before["Thorin", "kestrel", 300, 3]
+    assert before["Thorin", "ashfern", None, 25] != before["DM", "ashfern", None, 25]
+    assert before["Cassia", "nothingmatches", None, 25] == []
+
+
+@postgres_only
+def test_search_mid_way_through_the_task_gives_the_same_rows():
+    experiment = transcripts.import_transcript(data=_transcript())
+    some = {"roles": ("Thorin", "DM"), "texts": ("ashfern", "kestrel ashfern")}
+    before = _searches(experiment, **some)
+    with connection.cursor() as cursor:  # one batch of the task, as if interrupted
+        cursor.execute(transcripts._INDEX_BATCH, [experiment.pk, 1, 251])
+    assert 0 < _pending(experiment) < experiment.turns.count()
+    assert _searches(experiment, **some) == before
+    assert before["Thorin", "ashfern", 300, 25] and before["DM", "kestrel ashfern", None, 3]
+
+
+@postgres_only
+def test_the_indexing_task_is_idempotent_and_a_second_run_writes_nothing():
+    experiment = transcripts.import_transcript(data=_transcript(rounds=40))
+    total = experiment.turns.count()
+    assert tasks.index_turn_search.delay(experiment.pk).get() == total
+    version = type(experiment).objects.get(pk=experiment.pk).pack_version
+    assert tasks.index_turn_search.delay(experiment.pk).get() == 0
+    # A run that finds nothing pending updates no row (so no trigger bumps the version).
+    assert type(experiment).objects.get(pk=experiment.pk).pack_version == version
+    assert tasks.index_turn_search.delay(10**9).get() == 0  # a deleted experiment: nothing
+
+
+@postgres_only
+def test_import_queues_the_indexing_task_after_commit(django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        experiment = transcripts.import_transcript(data=_transcript(rounds=30))
+    assert len(callbacks) == 1
+    assert _pending(experiment) == 0  # the (eager) task ran once the import committed
+
+
+@postgres_only
+def test_turns_written_one_at_a_time_are_indexed_at_once(campaign):
+    turn = make_turn(campaign, content="The brinewick oil is gone.")
+    assert _pending(campaign) == 0
+    viewer = selectors.viewer_for_role(experiment=campaign, role="Thorin")
+    found = selectors.search_turns(experiment=campaign, viewer=viewer, text="brinewick")
+    assert [t.pk for t in found] == [turn.pk]
+
+
+def test_an_import_after_deleted_turns_takes_fresh_ids_and_is_searchable(campaign):
+    """SQLite assigns the ids itself (AUTOINCREMENT never reuses one): the FTS rows it
+    writes must point at the right turns, and the insert trigger must be back."""
+    old = [make_turn(campaign, content=f"old turn {i}") for i in range(3)]
+    Turn.objects.filter(pk__in=[t.pk for t in old]).delete()
+    source = _transcript(rounds=12)
+    experiment = transcripts.import_transcript(data=source)
+    ids = list(experiment.turns.order_by("seq").values_list("id", flat=True))
+    assert min(ids) > max(t.pk for t in old)
+    assert ids == sorted(ids)
+    viewer = selectors.viewer_for_role(experiment=experiment, role="DM")
+    found = selectors.search_turns(experiment=experiment, viewer=viewer, text="quillfire")
+    expected = [t["content"] for t in reversed(source["turns"]) if "quillfire" in t["content"]]
+    assert len(expected) == 3
+    assert [t.content for t in found] == expected
+    later = make_turn(experiment, round=13, content="A fresh quillfire.")
+    found = selectors.search_turns(experiment=experiment, viewer=viewer, text="quillfire")
+    assert found[0].pk == later.pk  # written one at a time: indexed by the trigger again
