@@ -14,6 +14,7 @@ from django.db import connection
 from campaigns import selectors, tasks
 from campaigns.models import Turn
 from campaigns.services import transcripts
+from campaigns.services.transcripts import indexing
 from tests.factories import make_turn
 
 pytestmark = pytest.mark.django_db
@@ -118,7 +119,7 @@ def test_search_mid_way_through_the_task_gives_the_same_rows():
     some = {"roles": ("Thorin", "DM"), "texts": ("ashfern", "kestrel ashfern")}
     before = _searches(experiment, **some)
     with connection.cursor() as cursor:  # one batch of the task, as if interrupted
-        cursor.execute(transcripts._INDEX_BATCH, [experiment.pk, 1, 251])
+        cursor.execute(indexing._INDEX_BATCH, [experiment.pk, 1, 251])
     assert 0 < _pending(experiment) < experiment.turns.count()
     assert _searches(experiment, **some) == before
     assert before["Thorin", "ashfern", 300, 25] and before["DM", "kestrel ashfern", None, 3]

@@ -1,6 +1,6 @@
 """The importer's fast turn validation is `turn_fields` itself, only faster.
 
-`transcripts._TurnCleaner.fast` accepts the turns it can prove well-formed and memoises
+`cleaning.TurnCleaner.fast` accepts the turns it can prove well-formed and memoises
 visibility and tags per distinct value; everything else goes through `turn_fields`. On
 generated turns, good and bad, a row from the fast path equals the row `turn_fields`
 gives, the fast path never accepts a turn `turn_fields` rejects, and the cleaner as a
@@ -16,7 +16,8 @@ from django.core.exceptions import ValidationError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from campaigns.services import transcripts
+from campaigns.services.transcripts import cleaning
+from campaigns.services.transcripts.common import TURN_KEYS
 from campaigns.services.turns import turn_fields
 from campaigns.services.validation import prefix_errors
 from context_engine.types import TURN_KINDS
@@ -113,7 +114,7 @@ def _reference(index: int, item: object, dm_roles: tuple[str, ...]) -> tuple:
     prefix = f"turns[{index}]."
     if not isinstance(item, dict):
         raise ValidationError({prefix.rstrip("."): ["Must be an object."]})
-    unknown = sorted(set(item) - transcripts._TURN_KEYS)
+    unknown = sorted(set(item) - TURN_KEYS)
     if unknown:
         raise ValidationError({f"{prefix}{key}": ["Unknown field."] for key in unknown})
     needs_review = item.get("needs_review", False)
@@ -161,7 +162,7 @@ def _outcome(call):
 )
 def test_the_fast_path_agrees_with_turn_fields_on_good_and_bad_turns(items, dm_roles):
     # One cleaner for the whole list: its memos carry over from turn to turn, as in an import.
-    cleaner = transcripts._TurnCleaner(ROLES, dm_roles, LIMIT)
+    cleaner = cleaning.TurnCleaner(ROLES, dm_roles, LIMIT)
     for index, item in enumerate(items * 2):  # every value is seen twice: memo hits too
         expected = _outcome(lambda: _reference(index, item, dm_roles))  # noqa: B023
         fast = cleaner.fast(item)
@@ -173,7 +174,7 @@ def test_the_fast_path_agrees_with_turn_fields_on_good_and_bad_turns(items, dm_r
 @settings(max_examples=150, deadline=None)
 @given(items=st.lists(_well_formed, min_size=1, max_size=8))
 def test_well_formed_turns_take_the_fast_path(items):
-    cleaner = transcripts._TurnCleaner(ROLES, ("DM",), LIMIT)
+    cleaner = cleaning.TurnCleaner(ROLES, ("DM",), LIMIT)
     for item in items:
         audience = None if item["visibility"] is None else sorted(set(item["visibility"]))
         if item["kind"] == "monologue" and audience not in (None, [item["speaker"]]):
@@ -187,7 +188,7 @@ def test_a_bad_turn_after_good_ones_names_its_index_and_field():
     good = {"round": 1, "speaker": "DM", "kind": "narrative", "content": "Rain.", "tags": []}
     items = [good] * 5 + [{**good, "visibility": ["Nobody"]}]
     with pytest.raises(ValidationError) as caught:
-        transcripts._clean_turns(ROLES, ("DM",), items, LIMIT)
+        cleaning.clean_turns(ROLES, ("DM",), items, LIMIT)
     assert list(caught.value.message_dict) == ["turns[5].visibility"]
     assert "Unknown role 'Nobody'" in caught.value.message_dict["turns[5].visibility"][0]
 
@@ -219,7 +220,7 @@ _NEAR_MISSES = {
 )
 @pytest.mark.parametrize("dm_roles", [("DM",), ()])
 def test_a_near_miss_on_any_field_is_left_to_turn_fields(field, value, dm_roles):
-    cleaner = transcripts._TurnCleaner(ROLES, dm_roles, LIMIT)
+    cleaner = cleaning.TurnCleaner(ROLES, dm_roles, LIMIT)
     assert cleaner.fast(_GOOD) == _reference(0, _GOOD, dm_roles)  # the memo now holds _GOOD's
     item = {**_GOOD, field: value}
     expected = _outcome(lambda: _reference(4, item, dm_roles))

@@ -1,0 +1,43 @@
+"""PostgreSQL: the background task's work of adding an import's turns to the full-text index."""
+
+from __future__ import annotations
+
+from django.db import connection, transaction
+
+SEARCH_INDEX_BATCH = 5000  # rows per UPDATE (and per transaction) of the indexing task
+
+
+def index_imported_turns(*, experiment_id: int, batch: int = SEARCH_INDEX_BATCH) -> int:
+    """PostgreSQL: add an import's turns to the full-text index; how many it indexed.
+
+    The body of `campaigns.tasks.index_turn_search`. Flips ``search_indexed`` on the
+    experiment's pending rows ``batch`` at a time, each batch its own transaction (short
+    locks; a crash keeps what is done). Idempotent: a second run finds nothing pending and
+    writes nothing. Searches give the same rows before, during and after (see
+    `selectors_packs._PG_NEWEST_MATCHES`). SQLite indexes during the import: 0.
+    """
+    if connection.vendor != "postgresql":
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(_PENDING_SEQS, [experiment_id])
+        low, high = cursor.fetchone()
+    if low is None:
+        return 0
+    done = 0
+    for start in range(low, high + 1, batch):
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(_INDEX_BATCH, [experiment_id, start, start + batch])
+            done += cursor.rowcount
+    return done
+
+
+# Batches by seq range, through the (experiment, seq) unique index: a LIMIT over the
+# pending rows would walk past every row already flipped in this run, batch after batch.
+# NOT search_indexed: rows a concurrent run already flipped are left alone.
+_PENDING_SEQS = (
+    "SELECT min(seq), max(seq) FROM campaigns_turn WHERE experiment_id = %s AND NOT search_indexed"
+)
+_INDEX_BATCH = (
+    "UPDATE campaigns_turn SET search_indexed = true "
+    "WHERE experiment_id = %s AND seq >= %s AND seq < %s AND NOT search_indexed"
+)

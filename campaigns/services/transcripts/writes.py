@@ -1,0 +1,228 @@
+"""Bulk writes of an import's turns: COPY on PostgreSQL; multi-row INSERTs and the
+full-text rows on SQLite."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+from django.db import connection
+from django.utils import timezone
+
+from campaigns.services.memory.dispatch import send_on_commit
+from context_engine import tokens
+
+_CHUNK = 2000  # turns counted, and written, per step
+
+
+def pg_insert(pk: int, rows: list[tuple]) -> Sequence[int]:
+    """COPY, in text form built here (psycopg's per-row adaptation cost as much as the
+    counting): one statement, so the statement-level pack_version trigger runs once.
+
+    ``search_indexed`` false: the GIN index skips these rows until the background task
+    (`index_imported_turns`, sent after commit) indexes them; searches find them anyway.
+    """
+    created_at = timezone.now().isoformat()
+    count = tokens.count_many
+    with connection.cursor() as cursor, cursor.cursor.copy(_COPY_TURNS) as copy:
+        for start in range(0, len(rows), _CHUNK):
+            chunk = rows[start : start + _CHUNK]
+            counts = count([row[3] for row in chunk])
+            lines = [
+                f"{pk}\t{seq}\t{n}\t{created_at}\t{r}\t{speaker}\t{kind}\t"
+                f"{_copy_text(content)}\t{vis}\t{tags}\t{hinge}\t{review}\tf\n"
+                for seq, (r, speaker, kind, content, vis, tags, hinge, review), n in zip(
+                    range(start + 1, start + len(chunk) + 1),
+                    _copy_rows(chunk),
+                    counts,
+                    strict=True,
+                )
+            ]
+            copy.write("".join(lines))
+    send_on_commit("index_turn_search", pk)
+    return _TurnIds(pk, len(rows))
+
+
+class _TurnIds(Sequence):
+    """PostgreSQL: the imported turns' ids in list order, read only if lore points at
+    turns (most transcripts' lore does not; COPY returns no ids)."""
+
+    def __init__(self, experiment_id: int, count: int):
+        self.experiment_id, self.count, self.ids = experiment_id, count, None
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index):
+        if self.ids is None:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT id FROM campaigns_turn WHERE experiment_id = %s ORDER BY seq",
+                    [self.experiment_id],
+                )
+                self.ids = [row[0] for row in cursor.fetchall()]
+        return self.ids[index]
+
+
+def _copy_text(value: str) -> str:
+    """A value in COPY's text format: backslash, tab, newline and return escaped."""
+    if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
+        value = value.replace("\\", "\\\\").replace("\t", "\\t")
+        value = value.replace("\n", "\\n").replace("\r", "\\r")
+    return value
+
+
+def _copy_rows(chunk: list[tuple]):
+    """Rows with their non-content columns in COPY text form (JSON texts repeat: the
+    memo escapes each distinct one once)."""
+    memo: dict[str | None, str] = {None: "\\N"}
+    for r, speaker, kind, content, vis, tags, hinge, review in chunk:
+        vis_text = memo.get(vis)
+        if vis_text is None:
+            vis_text = memo[vis] = _copy_text(vis)
+        tags_text = memo.get(tags)
+        if tags_text is None:
+            tags_text = memo[tags] = _copy_text(tags)
+        yield (
+            r,
+            _copy_text(speaker),
+            kind,
+            content,
+            vis_text,
+            tags_text,
+            "t" if hinge else "f",
+            "t" if review else "f",
+        )
+
+
+def sqlite_insert(pk: int, items: list, clean) -> Sequence[int]:
+    """Full-text rows (while ``clean()`` validates the turns), then multi-row INSERTs of
+    the turns with ids assigned here.
+
+    The ids continue the table's AUTOINCREMENT sequence: this transaction already holds
+    SQLite's single write lock (it created the experiment), so no other connection can
+    take one meanwhile. Multi-row INSERTs (as many rows each as SQLite's variable limit
+    allows) take half the time of an executemany, which pays a statement per row. On the
+    driver's connection, in the same transaction: Django's wrapper would rewrite, and
+    with DEBUG log, every one of those thousands of parameters. The writer thread is the
+    connection's only user until it is done (the main thread validates meanwhile).
+    """
+    import sqlite3
+
+    texts = [
+        item["content"] if type(item) is dict and type(item.get("content")) is str else ""
+        for item in items
+    ]
+    raw = connection.connection
+    with _sqlite_cache(raw, sum(map(len, texts))):
+        first = _next_turn_id(raw)
+        ids = range(first, first + len(items))
+        with ThreadPoolExecutor(max_workers=1) as writer:  # exits only once it is done
+            fts = writer.submit(_sqlite_fts_insert, raw, pk, ids, texts)
+            rows = clean()
+            trigger = fts.result()
+        limit = raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+        per_statement = max(1, min(_CHUNK, limit // (_TURN_COLUMN_COUNT + 1)))
+        statements: dict[int, str] = {}
+        created_at = connection.ops.adapt_datetimefield_value(timezone.now())
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            counted = [
+                pool.submit(tokens.count_many, texts[s : s + _CHUNK])
+                for s in range(0, len(rows), _CHUNK)
+            ]
+            try:
+                for k, start in enumerate(range(0, len(rows), _CHUNK)):
+                    counts = counted[k].result()
+                    chunk = rows[start : start + _CHUNK]
+                    for offset in range(0, len(chunk), per_statement):
+                        part = chunk[offset : offset + per_statement]
+                        at = start + offset
+                        values = [
+                            value
+                            for i, row, count in zip(
+                                range(at, at + len(part)),
+                                part,
+                                counts[offset : offset + len(part)],
+                                strict=True,
+                            )
+                            for value in (ids[i], pk, i + 1, count, created_at, *row)
+                        ]
+                        sql = statements.get(len(part))
+                        if sql is None:
+                            sql = _INSERT_TURNS + ", ".join([_ROW] * len(part))
+                            statements[len(part)] = sql
+                        raw.execute(sql, values)
+            finally:
+                for future in counted:  # after an error: do not count what will not be stored
+                    future.cancel()
+        if trigger is not None:
+            raw.execute(trigger)
+    return ids
+
+
+@contextmanager
+def _sqlite_cache(raw, text_bytes: int):
+    """A page cache that holds the import's writes (table, indexes, FTS: ~3× the text),
+    up to 256 MB, for its length: SQLite's default 2 MB spills dirty pages mid-write."""
+    (previous,) = raw.execute("PRAGMA cache_size").fetchone()
+    kib = min(256 * 1024, max(-previous if previous < 0 else 0, 3 * text_bytes // 1024))
+    raw.execute(f"PRAGMA cache_size = -{int(kib)}")
+    try:
+        yield
+    finally:
+        raw.execute(f"PRAGMA cache_size = {int(previous)}")
+
+
+def _next_turn_id(raw) -> int:
+    """The id AUTOINCREMENT would give the next turn (this transaction holds the lock)."""
+    found = raw.execute(
+        "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'campaigns_turn'), 0),"
+        " coalesce((SELECT max(id) FROM campaigns_turn), 0))"
+    ).fetchone()
+    return found[0] + 1
+
+
+_FTS_TRIGGER = "campaigns_turn_fts_ai"
+
+
+def _sqlite_fts_insert(raw, pk: int, ids: range, texts: list[str]) -> str | None:
+    """The turns' full-text rows, as the insert trigger would write them, in one pass;
+    returns the trigger's SQL for the caller to recreate once the turns are in.
+
+    The per-row trigger inserts in descending FTS rowid order (rowid = -id, migration
+    0010), which makes FTS5 flush on every row. Here it is dropped, the rows go in
+    ascending rowid order; a failure rolls all of it back together. No full-text table
+    (not migrated this far): nothing to keep in sync, None.
+    """
+    import sqlite3
+
+    found = raw.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", [_FTS_TRIGGER]
+    ).fetchone()
+    if found is None:
+        return None
+    raw.execute(f"DROP TRIGGER {_FTS_TRIGGER}")
+    prefix = f"xexp{pk} "
+    # Few, large statements: this runs beside validation, and each statement start and
+    # end waits for the GIL.
+    per_statement = max(1, min(8000, raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // 2))
+    for end in range(len(texts), 0, -per_statement):
+        values = [
+            value
+            for i in range(end - 1, max(0, end - per_statement) - 1, -1)
+            for value in (-ids[i], prefix + texts[i])
+        ]
+        raw.execute(_FTS_INSERT + ", ".join(["(?, ?)"] * (len(values) // 2)), values)
+    return found[0]
+
+
+_FTS_INSERT = "INSERT INTO campaigns_turn_fts(rowid, body) VALUES "
+_TURN_COLUMNS = (
+    "experiment_id, seq, tokens, created_at, round, speaker, kind, content, visibility, "
+    "tags, hinge, needs_review"
+)
+_TURN_COLUMN_COUNT = 12
+_ROW = "(" + ", ".join(["?"] * (_TURN_COLUMN_COUNT + 1)) + ")"  # the driver's placeholders
+_INSERT_TURNS = f"INSERT INTO campaigns_turn (id, {_TURN_COLUMNS}) VALUES "
+_COPY_TURNS = f"COPY campaigns_turn ({_TURN_COLUMNS}, search_indexed) FROM STDIN"
