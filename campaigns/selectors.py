@@ -100,6 +100,14 @@ def whisper_existence_for(*, experiment: Experiment | int, viewer: Viewer) -> Qu
     )
 
 
+def whisper_stubs_shown_to(*, experiment: Experiment, viewer: Viewer) -> QuerySet[Turn]:
+    """`whisper_existence_for`, but only where the experiment shows that whispers happened
+    (``show_whisper_existence``) and for a viewer who does not already read them all."""
+    if viewer.omniscient or not (experiment.config or {}).get("show_whisper_existence"):
+        return Turn.objects.none()
+    return whisper_existence_for(experiment=experiment, viewer=viewer)
+
+
 def lore_visible_to(*, experiment: Experiment | int, viewer: Viewer) -> QuerySet[LoreEntry]:
     experiment_id = experiment if isinstance(experiment, int) else experiment.pk
     return LoreEntry.objects.filter(experiment_id=experiment_id).filter(

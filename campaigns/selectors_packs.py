@@ -98,12 +98,6 @@ def _from_nth_newest(slots, transcript, n: int) -> Q:
     return Q(seq__range=(Coalesce(Subquery(nth), Value(0)), slots.int("cap")))
 
 
-def window_turn_rows(**kwargs) -> list[tuple]:
-    """See `window_turn_query`."""
-    query = window_turn_query(**kwargs)
-    return query.rows() if query is not None else []
-
-
 def window_turn_query(
     *,
     experiment_id: int,
@@ -115,7 +109,7 @@ def window_turn_query(
     """Readable turns of the recent rounds, hinge anchors and the last N transcript turns.
 
     A UNION of index-friendly parts (an OR would scan the whole history). "Transcript"
-    leaves out monologues, which the loader fetches apart (`own_monologue_rows`).
+    leaves out monologues, which the loader fetches apart (`own_monologue_query`).
     """
     parts_key = (from_round is not None, hinge_from_round is not None, last_turns)
     if not any(parts_key):
@@ -145,11 +139,6 @@ def window_turn_query(
     return Query(compiled, values)
 
 
-def all_turn_rows(**kwargs) -> list[tuple]:
-    """See `all_turn_query`."""
-    return all_turn_query(**kwargs).rows()
-
-
 def all_turn_query(*, experiment_id: int, viewer: Viewer) -> Query:
     """Every turn ``viewer`` may read, in seq order (``full_history`` only)."""
 
@@ -160,11 +149,6 @@ def all_turn_query(*, experiment_id: int, viewer: Viewer) -> Query:
 
     compiled = compile_once(("all", _shape(viewer)), build)
     return Query(compiled, _values(viewer, experiment=experiment_id))
-
-
-def own_monologue_rows(**kwargs) -> list[tuple]:
-    """See `own_monologue_query`."""
-    return own_monologue_query(**kwargs).rows()
 
 
 def own_monologue_query(*, experiment_id: int, viewer: Viewer, speaker: str, count: int) -> Query:
@@ -179,12 +163,6 @@ def own_monologue_query(*, experiment_id: int, viewer: Viewer, speaker: str, cou
 
     compiled = compile_once(("monologues", _shape(viewer), count), build)
     return Query(compiled, _values(viewer, experiment=experiment_id, speaker=speaker))
-
-
-def whisper_stub_rows(**kwargs) -> list[tuple]:
-    """See `whisper_stub_query`."""
-    query = whisper_stub_query(**kwargs)
-    return query.rows() if query is not None else []
 
 
 def whisper_stub_query(
@@ -227,11 +205,6 @@ def whisper_stub_query(
     return Query(compiled, _values(viewer, experiment=experiment_id, from_round=from_round))
 
 
-def lore_rows(**kwargs) -> list[tuple]:
-    """See `lore_query`."""
-    return lore_query(**kwargs).rows()
-
-
 def lore_query(*, experiment_id: int, viewer: Viewer) -> Query:
     """Lore ``viewer`` may read, rejected entries left out, in glossary order."""
 
@@ -246,11 +219,6 @@ def lore_query(*, experiment_id: int, viewer: Viewer) -> Query:
 
     compiled = compile_once(("lore", _shape(viewer)), build)
     return Query(compiled, _values(viewer, experiment=experiment_id))
-
-
-def newest_summary_rows(**kwargs) -> list[tuple]:
-    """See `newest_summary_query`."""
-    return newest_summary_query(**kwargs).rows()
 
 
 def newest_summary_query(*, experiment_id: int, viewer: Viewer, own_key: str) -> Query:
@@ -287,9 +255,16 @@ def pin_id_rows(**kwargs) -> list[tuple]:
     return pin_id_query(**kwargs).rows()
 
 
-def pin_id_query(*, experiment_id: int, role: str, count: int) -> Query:
+def pin_id_query(
+    *,
+    experiment_id: int,
+    role: str,
+    count: int,
+    columns: tuple[str, ...] = ("turn_ids", "lore_ids"),
+) -> Query:
     """``(turn_ids, lore_ids)`` (JSON text) of the newest ``count`` pins ``role`` made
-    since its own last turn. Only ids: the caller re-reads them through the selectors."""
+    since its own last turn (the pins in force), plus any further ``columns`` asked for.
+    Only ids: the caller re-reads them through the selectors."""
 
     def build(slots):
         last_own = (
@@ -304,10 +279,10 @@ def pin_id_query(*, experiment_id: int, role: str, count: int) -> Query:
                 seq__gte=Coalesce(Subquery(last_own), Value(0)),
             )
             .order_by("-id")
-            .values_list("turn_ids", "lore_ids")[:count]
+            .values_list(*columns)[:count]
         )
 
-    compiled = compile_once(("pins", count), build)
+    compiled = compile_once(("pins", count, columns), build)
     return Query(compiled, {"experiment": experiment_id, "role": role})
 
 

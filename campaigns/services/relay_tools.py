@@ -44,10 +44,6 @@ class ToolRound:
     text: str
     lookups: list[dict] = field(default_factory=list)
 
-    @property
-    def used(self) -> bool:
-        return bool(self.lookups)
-
 
 def _message(exc: ValidationError) -> str:
     if hasattr(exc, "error_dict"):

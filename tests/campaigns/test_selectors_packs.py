@@ -42,6 +42,11 @@ turns = st.lists(
 )
 
 
+def rows(query) -> list[tuple]:
+    """A precompiled query's rows ([] for a query the loader would not send)."""
+    return query.rows() if query is not None else []
+
+
 def _campaign(log, lore):
     experiment = make_experiment(roles=ROLES[:3])
     participant_create(experiment=experiment, role="Oracle", kind="judge")
@@ -91,7 +96,7 @@ def test_precompiled_reads_return_exactly_what_the_selectors_return(
     viewer = selectors.viewer_for_role(experiment=experiment, role=role)
     visible = list(selectors.turns_visible_to(experiment=experiment, viewer=viewer))
 
-    everything = selectors_packs.all_turn_rows(experiment_id=experiment.pk, viewer=viewer)
+    everything = rows(selectors_packs.all_turn_query(experiment_id=experiment.pk, viewer=viewer))
     assert [row[0] for row in everything] == [t.pk for t in visible]
 
     transcript = [t for t in visible if t.kind != "monologue"]
@@ -103,31 +108,37 @@ def test_precompiled_reads_return_exactly_what_the_selectors_return(
         or (hinge_from is not None and t.hinge and t.round >= hinge_from)
         or (last_turns and t.seq >= nth)
     }
-    window = selectors_packs.window_turn_rows(
-        experiment_id=experiment.pk,
-        viewer=viewer,
-        from_round=from_round,
-        hinge_from_round=hinge_from,
-        last_turns=last_turns,
+    window = rows(
+        selectors_packs.window_turn_query(
+            experiment_id=experiment.pk,
+            viewer=viewer,
+            from_round=from_round,
+            hinge_from_round=hinge_from,
+            last_turns=last_turns,
+        )
     )
     assert {row[0] for row in window} == expected
     assert len(window) == len(expected)
 
-    own = selectors_packs.own_monologue_rows(
-        experiment_id=experiment.pk, viewer=viewer, speaker=role, count=2
+    own = rows(
+        selectors_packs.own_monologue_query(
+            experiment_id=experiment.pk, viewer=viewer, speaker=role, count=2
+        )
     )
     mine = [t.pk for t in visible if t.kind == "monologue" and t.speaker == role]
     assert [row[0] for row in own] == mine[::-1][:2]
 
     if not viewer.omniscient:
-        stubs = selectors_packs.whisper_stub_rows(
-            experiment_id=experiment.pk, viewer=viewer, from_round=None, last_turns=0, full=True
+        stubs = rows(
+            selectors_packs.whisper_stub_query(
+                experiment_id=experiment.pk, viewer=viewer, from_round=None, last_turns=0, full=True
+            )
         )
         unreadable = selectors.whisper_existence_for(experiment=experiment, viewer=viewer)
         assert {row[0] for row in stubs} == {t.pk for t in unreadable}
         assert not {row[0] for row in stubs} & {t.pk for t in visible}
 
-    lore_rows = selectors_packs.lore_rows(experiment_id=experiment.pk, viewer=viewer)
+    lore_rows = rows(selectors_packs.lore_query(experiment_id=experiment.pk, viewer=viewer))
     readable_lore = selectors.lore_visible_to(experiment=experiment, viewer=viewer).exclude(
         status="rejected"
     )

@@ -30,6 +30,7 @@ from campaigns.services.memory.retrieval import RETRIEVAL_COMMANDS, retrieval_ru
 from campaigns.services.relay import human_turn_create, round_start
 from campaigns.services.reveals import turn_reveal
 from context_engine.commands import retrieval_line
+from context_engine.visibility import parse_stored_visibility
 
 PAGE_SIZE = 50
 TEMPLATE = "campaigns/console/campaign.html"
@@ -58,11 +59,9 @@ class WhisperStub:
 
 def _whisper_stubs(*, experiment, viewer, filters, low: int, high: int | None) -> list:
     """The stubs between two seqs of the page, under the page's round/speaker filters."""
-    if viewer.omniscient or not experiment.config.get("show_whisper_existence"):
-        return []
     if filters.get("kind") not in (None, Turn.Kind.WHISPER):
         return []
-    hidden = selectors.whisper_existence_for(experiment=experiment, viewer=viewer)
+    hidden = selectors.whisper_stubs_shown_to(experiment=experiment, viewer=viewer)
     hidden = hidden.filter(seq__gt=low)
     if high is not None:
         hidden = hidden.filter(seq__lt=high)
@@ -70,15 +69,22 @@ def _whisper_stubs(*, experiment, viewer, filters, low: int, high: int | None) -
         hidden = hidden.filter(round=filters["round"])
     if "speaker" in filters:
         hidden = hidden.filter(speaker=filters["speaker"])
-    rows = hidden.order_by("seq").values_list("seq", "round", "speaker", "visibility")
+    rows = list(
+        hidden.order_by("seq").values_list("seq", "round", "speaker", "visibility")[: PAGE_SIZE * 2]
+    )
+    if not rows:
+        return []
+    dms = selectors.dm_roles(experiment=experiment)
     return [
         WhisperStub(
             seq=seq,
             round=round_,
             speaker=speaker,
-            recipients=tuple(r for r in (visibility or ()) if r != speaker),
+            recipients=tuple(
+                r for r in parse_stored_visibility(visibility, dms) or () if r != speaker
+            ),
         )
-        for seq, round_, speaker, visibility in rows[: PAGE_SIZE * 2]
+        for seq, round_, speaker, visibility in rows
     ]
 
 
@@ -168,8 +174,7 @@ def _context(request, access, viewer, as_role, *, form=None, params=None, memory
     ctx["memory_form"] = memory_form or _memory_form(access, as_role)
     ctx["lookup_role"] = as_role or (ctx["form"].speaker if ctx["form"] else "")
     ctx["command_form"] = CommandForm() if access.can_edit else None
-    ctx.update(_waiting(request, access, ctx["form"]))
-    ctx["round_status"] = _round_status(access, viewer, ctx)
+    ctx.update(_status(request, access, viewer, ctx["form"]))
     ctx["speakers"] = console_access.roles_of(access)
     ctx["job"] = (
         Job.objects.filter(experiment=access.experiment).order_by("-created_at").first()
@@ -181,6 +186,13 @@ def _context(request, access, viewer, as_role, *, form=None, params=None, memory
         query["as"] = as_role
     ctx["self_url"] = reverse("console:campaign", args=[access.experiment.pk])
     ctx["query"] = urlencode(query)
+    return ctx
+
+
+def _status(request, access, viewer, form) -> dict:
+    """``waiting``, ``your_turn`` and ``round_status``: what the round bar shows."""
+    ctx = _waiting(request, access, form)
+    ctx["round_status"] = _round_status(access, viewer, ctx)
     return ctx
 
 
@@ -226,8 +238,16 @@ def _round_status(access, viewer, ctx) -> dict:
 def campaign(request, pk):
     access = console_access.experiment_for(request, pk)
     viewer, as_role = console_access.viewer_for(request, access)
-    ctx = _context(request, access, viewer, as_role)
     part = request.GET.get("part")
+    if part == "round_status" and request.htmx:
+        # The poller (every few seconds per open page) renders the round bar alone.
+        ctx = {
+            "as_role": as_role,
+            "self_url": reverse("console:campaign", args=[access.experiment.pk]),
+            **_status(request, access, viewer, _composer(access, viewer)),
+        }
+    else:
+        ctx = _context(request, access, viewer, as_role)
     if part in ("composer", "round_status"):
         partial = part
     else:
@@ -323,8 +343,7 @@ def _lookup(request, access, form, line):
                 user=request.user,
             )
         except ValidationError as exc:
-            messages = exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages}
-            content_error(shown, [m for msgs in messages.values() for m in msgs])
+            content_error(shown, exc.messages)
     read_as = access.viewer if not as_role else viewer
     ctx = _context(
         request,
@@ -418,7 +437,11 @@ def turn_reveal_post(request, pk, tid):
     if turn is None:
         raise Http404("No such turn in this campaign.")
     roles = console_access.roles_of(access)
-    audience = list(turn.visibility) if isinstance(turn.visibility, list) else []
+    # Read as the reveal service reads it (corrupt data: DM-only).
+    stored = parse_stored_visibility(
+        turn.visibility, selectors.dm_roles(experiment=access.experiment)
+    )
+    audience = list(stored or ())
     form = RevealForm(request.POST, audience=audience, roles=roles)
     if form.is_valid():
         try:

@@ -23,6 +23,7 @@ from campaigns.models import (
     VisibilityChange,
 )
 from campaigns.services.context import pack_for_role
+from campaigns.services.relay import ACTIVE
 
 STRAIN_LABELS = {
     "normal": "normal",
@@ -31,7 +32,6 @@ STRAIN_LABELS = {
     "strain_3": "strain III",
 }
 METER_TTL = 300
-ACTIVE = (Job.Status.PENDING, Job.Status.RUNNING, Job.Status.WAITING)
 
 
 @dataclass(frozen=True)

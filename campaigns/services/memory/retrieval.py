@@ -24,11 +24,11 @@ from campaigns.selectors import (
     search_turns,
     turns_visible_to,
 )
-from campaigns.selectors_packs import pin_id_rows
+from campaigns.selectors_packs import pin_id_query, pin_id_rows
+from context_engine.commands import RETRIEVAL_COMMANDS
 from context_engine.memory import merge_key
 from context_engine.memory._text import clip_words
 
-RETRIEVAL_COMMANDS = ("search", "lore", "timeline")
 MAX_RESULTS = 10
 MAX_TIMELINE = 30
 MAX_PINNED = 10
@@ -143,28 +143,6 @@ def retrieval_run(
     }
 
 
-def _live_pins(experiment_id: int, role: str) -> list[RetrievalPin]:
-    """The role's (newest five) pins made since its last own turn, newest first.
-
-    One indexed query when nothing is pinned (most packs); otherwise one more that only
-    walks the turns after the oldest of those pins (by the experiment's seq index),
-    never the role's whole history.
-    """
-    pins = list(
-        RetrievalPin.objects.filter(experiment_id=experiment_id, role=role).order_by("-seq", "-id")[
-            :5
-        ]
-    )
-    if not pins:
-        return []
-    newest_own = Turn.objects.filter(
-        experiment_id=experiment_id, speaker=role, seq__gt=pins[-1].seq
-    ).aggregate(seq=Max("seq"))["seq"]
-    if newest_own is None:
-        return pins
-    return [pin for pin in pins if pin.seq >= newest_own]
-
-
 def pin_reasons(*, experiment_id: int, role: str) -> dict[str, str]:
     """Item ref (``turn:ID`` / ``lore:ID``) → why it is pinned, for the inspector.
 
@@ -172,10 +150,16 @@ def pin_reasons(*, experiment_id: int, role: str) -> dict[str, str]:
     so an id the role may not read (never in its pack) is never shown.
     """
     reasons: dict[str, str] = {}
-    for pin in _live_pins(experiment_id, role):
-        why = f"pinned by /{pin.command} “{pin.query}” (until {role}'s next turn)"
-        for prefix, ids in (("turn", pin.turn_ids), ("lore", pin.lore_ids)):
-            for item in ids:
+    pins = pin_id_query(
+        experiment_id=experiment_id,
+        role=role,
+        count=PINS_READ,
+        columns=("turn_ids", "lore_ids", "command", "query"),
+    ).rows()
+    for turn_ids, lore_ids, command, query in pins:
+        why = f"pinned by /{command} “{query}” (until {role}'s next turn)"
+        for prefix, ids in (("turn", json_value(turn_ids)), ("lore", json_value(lore_ids))):
+            for item in ids or ():
                 reasons.setdefault(f"{prefix}:{item}", why)
     return reasons
 

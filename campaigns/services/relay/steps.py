@@ -86,14 +86,12 @@ class _Steps:
         participant: Participant,
         status: str,
         write=None,
-        *,
-        key_role: str | None = None,
         **detail,
     ) -> bool:
         """Commit one step: its key row, its turns (``write()`` returns their ids) and the
         Job's record, in one transaction. False, with nothing stored, when the key is
         already taken (another run stored this step first)."""
-        role = key_role or step.role
+        role = step.role
         try:
             with transaction.atomic():
                 Experiment.objects.select_for_update().get(pk=self.experiment.pk)

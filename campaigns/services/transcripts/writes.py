@@ -222,7 +222,7 @@ _TURN_COLUMNS = (
     "experiment_id, seq, tokens, created_at, round, speaker, kind, content, visibility, "
     "tags, hinge, needs_review"
 )
-_TURN_COLUMN_COUNT = 12
+_TURN_COLUMN_COUNT = len(_TURN_COLUMNS.split(","))
 _ROW = "(" + ", ".join(["?"] * (_TURN_COLUMN_COUNT + 1)) + ")"  # the driver's placeholders
 _INSERT_TURNS = f"INSERT INTO campaigns_turn (id, {_TURN_COLUMNS}) VALUES "
 _COPY_TURNS = f"COPY campaigns_turn ({_TURN_COLUMNS}, search_indexed) FROM STDIN"
