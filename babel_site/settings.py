@@ -8,6 +8,7 @@ A bad value fails at start with ImproperlyConfigured naming the variable.
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 from datetime import timedelta
@@ -271,6 +272,11 @@ BABEL_MAX_JSON_DEPTH = 32
 # has a limit of its own.
 DATA_UPLOAD_MAX_MEMORY_SIZE = _int("BABEL_MAX_BODY_BYTES", 2_621_440, minimum=1024)
 BABEL_MAX_IMPORT_BYTES = _int("BABEL_MAX_IMPORT_BYTES", 256 * 1024 * 1024, minimum=1024)
+# Helper processes that count a large import's tokens beside the request
+# (`context_engine.token_pool`): by default one per core beyond the request's, at most 4.
+BABEL_IMPORT_COUNT_PROCESSES = _int(
+    "BABEL_IMPORT_COUNT_PROCESSES", max(0, min(4, (os.cpu_count() or 1) - 1)), minimum=0
+)
 
 # Password guessing: django-axes counts failed logins (form and token endpoint) per
 # username and per address; the 11th try within 15 minutes is refused (429). The count

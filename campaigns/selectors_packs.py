@@ -18,7 +18,7 @@ from django.db.models import Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from campaigns import selectors
-from campaigns.models import LoreEntry, RetrievalPin, Summary, Turn
+from campaigns.models import MONOLOGUE_KIND, LoreEntry, RetrievalPin, Summary, Turn
 from campaigns.precompiled import Precompiled, Query, compile_once
 from campaigns.selectors import Viewer
 
@@ -158,7 +158,7 @@ def own_monologue_query(*, experiment_id: int, viewer: Viewer, speaker: str, cou
         visible = selectors.turns_visible_to(
             experiment=slots.int("experiment"), viewer=_slot_viewer(slots, viewer)
         )
-        own = visible.filter(kind=Turn.Kind.MONOLOGUE, speaker=slots.str("speaker"))
+        own = visible.filter(MONOLOGUE_KIND, speaker=slots.str("speaker"))
         return own.order_by("-seq").values_list(*TURN_COLUMNS)[:count]
 
     compiled = compile_once(("monologues", _shape(viewer), count), build)

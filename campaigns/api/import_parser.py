@@ -19,6 +19,7 @@ from rest_framework.exceptions import APIException
 from rest_framework.parsers import BaseParser
 
 from campaigns.api.parsers import StrictJSONParser
+from campaigns.services.transcripts.common import gc_paused
 
 CHUNK = 1024 * 1024
 
@@ -64,4 +65,5 @@ class TranscriptJSONParser(BaseParser):
         except ValueError:
             declared = None
         body = read_limited(stream, declared, settings.BABEL_MAX_IMPORT_BYTES)
-        return StrictJSONParser().parse(io.BytesIO(body), media_type, parser_context)
+        with gc_paused():
+            return StrictJSONParser().parse(io.BytesIO(body), media_type, parser_context)

@@ -7,6 +7,7 @@ Visibility values are validated in one place (`services.validation.clean_visibil
 
 from campaigns.models.arena import ArenaRun, Fact
 from campaigns.models.campaign import (
+    MONOLOGUE_KIND,
     ContextEvent,
     Experiment,
     Participant,
@@ -27,6 +28,7 @@ from campaigns.models.memory import (
 from campaigns.models.usage import ModelCall
 
 __all__ = [
+    "MONOLOGUE_KIND",
     "ArenaRun",
     "ContextEvent",
     "Experiment",

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.db.models.expressions import RawSQL
 
 from context_engine.llm.usage import MAX_OUTPUT_TOKENS_LIMIT, TEMPERATURE_MAX
 from context_engine.types import PARTICIPANT_KINDS, TURN_KINDS
@@ -145,7 +146,10 @@ class Turn(models.Model):
         GM_NOTE = "gm_note", "GM note"
         MONOLOGUE = "monologue", "Monologue"
 
-    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="turns")
+    # No index of its own: every index below starts with it (each would be a write more).
+    experiment = models.ForeignKey(
+        Experiment, on_delete=models.CASCADE, related_name="turns", db_index=False
+    )
     round = models.PositiveIntegerField(help_text="0 = setup.")
     seq = models.PositiveIntegerField(help_text="Strictly increasing within the experiment.")
     speaker = models.CharField(max_length=64)
@@ -182,9 +186,13 @@ class Turn(models.Model):
                 name="turn_hinge_by_round",
             ),
             # An agent's own monologues: "monologues of E by speaker S, newest first".
-            # Not a partial index: with kind as a bound parameter the planners skip those.
+            # Partial: monologues are few, and every other turn skips this write. A
+            # generic plan (PostgreSQL's prepared pack reads) uses it only where the query
+            # says kind = 'monologue' as SQL text (`MONOLOGUE_KIND`), not as a parameter.
             models.Index(
-                fields=["experiment", "kind", "speaker", "seq"], name="turn_kind_speaker_seq"
+                fields=["experiment", "speaker", "seq"],
+                condition=Q(kind="monologue"),
+                name="turn_monologue_by_speaker",
             ),
         ]
 
@@ -198,6 +206,15 @@ class Turn(models.Model):
     def effective_visibility(self, dm_roles: tuple[str, ...] = ("DM",)):
         """Stored visibility as readers see it: corrupt values fail closed to DM-only."""
         return parse_stored_visibility(self.visibility, dm_roles)
+
+
+# "This turn is a monologue" with the kind as SQL text, for reads that must use the
+# partial index `turn_monologue_by_speaker`: `.filter(MONOLOGUE_KIND)`.
+MONOLOGUE_KIND = RawSQL(
+    f""""campaigns_turn"."kind" = '{Turn.Kind.MONOLOGUE.value}'""",
+    (),
+    output_field=models.BooleanField(),
+)
 
 
 class TurnRevision(models.Model):

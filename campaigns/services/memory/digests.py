@@ -24,7 +24,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from campaigns.adapters import digest_view, turn_views
-from campaigns.models import Experiment, Summary, Turn
+from campaigns.models import MONOLOGUE_KIND, Experiment, Summary, Turn
 from campaigns.selectors import dm_roles, turns_visible_to, viewer_for_role
 from campaigns.services.lore import actor_for
 from campaigns.services.memory.audiences import Audience, audiences_for, turns_for_audience
@@ -276,7 +276,7 @@ def strategic_update(*, experiment: Experiment, role: str) -> Summary | None:
         return None  # judges read the raw log; they have no monologue memory of their own
     monologues = list(
         turns_visible_to(experiment=experiment, viewer=viewer).filter(
-            kind=Turn.Kind.MONOLOGUE, speaker=role, needs_review=False
+            MONOLOGUE_KIND, speaker=role, needs_review=False
         )
     )
     older = monologues[:-RAW_MONOLOGUES] if len(monologues) > RAW_MONOLOGUES else []

@@ -21,9 +21,10 @@ from campaigns.services.transcripts.common import (
     LORE_OPTIONAL_INT_KEYS,
     PARTICIPANT_KEYS,
     TOP_KEYS,
+    gc_paused,
     reject_unknown,
 )
-from campaigns.services.transcripts.writes import pg_insert, sqlite_insert
+from campaigns.services.transcripts.writes import counting, pg_insert, sqlite_insert, turn_texts
 from campaigns.services.validation import (
     clean_round,
     clean_visibility,
@@ -35,7 +36,8 @@ from context_engine.visibility import audience_key
 
 def loads(text: str | bytes) -> dict[str, Any]:
     try:
-        data = json.loads(text)
+        with gc_paused():
+            data = json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValidationError({"transcript": [f"Not valid JSON: {exc}"]}) from None
     except RecursionError:
@@ -43,9 +45,13 @@ def loads(text: str | bytes) -> dict[str, Any]:
     return data
 
 
-@transaction.atomic
 def import_transcript(*, data: object, owner=None) -> Experiment:
     """Create a new experiment from a transcript. All or nothing."""
+    with gc_paused(), transaction.atomic():
+        return _import(data, owner)
+
+
+def _import(data: object, owner) -> Experiment:
     if not isinstance(data, dict):
         raise ValidationError({"transcript": ["A transcript is a JSON object."]})
     reject_unknown(data, TOP_KEYS, "")
@@ -125,27 +131,31 @@ def _import_participants(experiment: Experiment, items: list) -> set[str]:
 def _import_turns(
     experiment: Experiment, roles: set[str], dm_roles: tuple[str, ...], items: list
 ) -> Sequence[int]:
-    """Validate every turn, then write them all, counting tokens chunk by chunk.
+    """Validate every turn, then write them all, chunk by chunk as their tokens are counted.
 
     Returns the new turns' ids in list order. Token counting is the floor of an
-    import's cost; the writes are arranged around it. A bad turn raises before any turn
-    row is written, and the caller's transaction rolls back whatever was.
+    import's cost; the rest is arranged around it. Counting starts first, in helper
+    processes (`writes.counting`), while this thread validates, formats and writes,
+    and counts itself whatever no helper has started when it needs it. A bad turn raises
+    before any turn row is written, and the caller's transaction rolls back whatever was.
 
-    - PostgreSQL: one thread. Count a chunk, format it as COPY text, send it; the server
-      stores chunk k while Python counts chunk k+1 (a counting thread would only fight
-      the formatting for the GIL: tiktoken needs it back after every text).
+    - PostgreSQL: each chunk as COPY text; the server stores chunk k while Python
+      formats chunk k+1.
     - SQLite: its own work runs without the GIL, so it overlaps the Python work. The
       full-text rows need neither validation nor counts (the ids are assigned here):
-      they are written while the turns validate; then counting runs in a worker thread
-      while each chunk of turns is inserted as soon as its counts are in.
+      they are written while the turns validate; then each chunk of turns is inserted as
+      soon as its counts are in.
     """
-    limit = max_content_chars(experiment.config)
-    if connection.vendor == "postgresql":
-        rows = clean_turns(roles, dm_roles, items, limit)
-        return pg_insert(experiment.pk, rows) if rows else []
     if not items:
         return []
-    return sqlite_insert(experiment.pk, items, lambda: clean_turns(roles, dm_roles, items, limit))
+    limit = max_content_chars(experiment.config)
+    texts = turn_texts(items)
+    counts = counting(texts)
+    if connection.vendor == "postgresql":
+        return pg_insert(experiment.pk, clean_turns(roles, dm_roles, items, limit), counts)
+    return sqlite_insert(
+        experiment.pk, texts, counts, lambda: clean_turns(roles, dm_roles, items, limit)
+    )
 
 
 def _import_lore(

@@ -3,20 +3,44 @@ full-text rows on SQLite."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
 from campaigns.services.memory.dispatch import send_on_commit
-from context_engine import tokens
+from context_engine import token_pool
 
-_CHUNK = 2000  # turns counted, and written, per step
+CHUNK = 2000  # turns counted, and written, per step
 
 
-def pg_insert(pk: int, rows: list[tuple]) -> Sequence[int]:
+def turn_texts(items: list) -> list[str]:
+    """Each item's content as `clean_content` would accept it ("" where it would not:
+    that turn fails validation, and nothing is stored)."""
+    texts = []
+    for item in items:
+        content = item.get("content") if isinstance(item, dict) else None
+        texts.append(content if type(content) is str else _plain(content))
+    return texts
+
+
+def _plain(value: object) -> str:
+    """A str subclass (Python callers) as a plain str (it goes to a helper process)."""
+    return str.__str__(value) if isinstance(value, str) else ""
+
+
+def counting(texts: list[str]) -> Iterator[list[int]]:
+    """The texts' token counts, chunk by chunk: helper processes
+    (`BABEL_IMPORT_COUNT_PROCESSES`) start on the first chunks at once, beside the
+    caller's own work."""
+    chunks = [texts[start : start + CHUNK] for start in range(0, len(texts), CHUNK)]
+    return token_pool.counting(chunks, settings.BABEL_IMPORT_COUNT_PROCESSES)
+
+
+def pg_insert(pk: int, rows: list[tuple], counts: Iterator[list[int]]) -> Sequence[int]:
     """COPY, in text form built here (psycopg's per-row adaptation cost as much as the
     counting): one statement, so the statement-level pack_version trigger runs once.
 
@@ -24,18 +48,16 @@ def pg_insert(pk: int, rows: list[tuple]) -> Sequence[int]:
     (`index_imported_turns`, sent after commit) indexes them; searches find them anyway.
     """
     created_at = timezone.now().isoformat()
-    count = tokens.count_many
     with connection.cursor() as cursor, cursor.cursor.copy(_COPY_TURNS) as copy:
-        for start in range(0, len(rows), _CHUNK):
-            chunk = rows[start : start + _CHUNK]
-            counts = count([row[3] for row in chunk])
+        for start, chunk_counts in zip(range(0, len(rows), CHUNK), counts, strict=True):
+            chunk = rows[start : start + CHUNK]
             lines = [
                 f"{pk}\t{seq}\t{n}\t{created_at}\t{r}\t{speaker}\t{kind}\t"
                 f"{_copy_text(content)}\t{vis}\t{tags}\t{hinge}\t{review}\tf\n"
                 for seq, (r, speaker, kind, content, vis, tags, hinge, review), n in zip(
                     range(start + 1, start + len(chunk) + 1),
                     _copy_rows(chunk),
-                    counts,
+                    chunk_counts,
                     strict=True,
                 )
             ]
@@ -96,9 +118,9 @@ def _copy_rows(chunk: list[tuple]):
         )
 
 
-def sqlite_insert(pk: int, items: list, clean) -> Sequence[int]:
+def sqlite_insert(pk: int, texts: list[str], counts: Iterator[list[int]], clean) -> Sequence[int]:
     """Full-text rows (while ``clean()`` validates the turns), then multi-row INSERTs of
-    the turns with ids assigned here.
+    the turns with ids assigned here, each chunk as soon as its counts are in.
 
     The ids continue the table's AUTOINCREMENT sequence: this transaction already holds
     SQLite's single write lock (it created the experiment), so no other connection can
@@ -110,52 +132,38 @@ def sqlite_insert(pk: int, items: list, clean) -> Sequence[int]:
     """
     import sqlite3
 
-    texts = [
-        item["content"] if type(item) is dict and type(item.get("content")) is str else ""
-        for item in items
-    ]
     raw = connection.connection
     with _sqlite_cache(raw, sum(map(len, texts))):
         first = _next_turn_id(raw)
-        ids = range(first, first + len(items))
+        ids = range(first, first + len(texts))
         with ThreadPoolExecutor(max_workers=1) as writer:  # exits only once it is done
             fts = writer.submit(_sqlite_fts_insert, raw, pk, ids, texts)
             rows = clean()
             trigger = fts.result()
         limit = raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
-        per_statement = max(1, min(_CHUNK, limit // (_TURN_COLUMN_COUNT + 1)))
+        per_statement = max(1, min(CHUNK, limit // (_TURN_COLUMN_COUNT + 1)))
         statements: dict[int, str] = {}
         created_at = connection.ops.adapt_datetimefield_value(timezone.now())
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            counted = [
-                pool.submit(tokens.count_many, texts[s : s + _CHUNK])
-                for s in range(0, len(rows), _CHUNK)
-            ]
-            try:
-                for k, start in enumerate(range(0, len(rows), _CHUNK)):
-                    counts = counted[k].result()
-                    chunk = rows[start : start + _CHUNK]
-                    for offset in range(0, len(chunk), per_statement):
-                        part = chunk[offset : offset + per_statement]
-                        at = start + offset
-                        values = [
-                            value
-                            for i, row, count in zip(
-                                range(at, at + len(part)),
-                                part,
-                                counts[offset : offset + len(part)],
-                                strict=True,
-                            )
-                            for value in (ids[i], pk, i + 1, count, created_at, *row)
-                        ]
-                        sql = statements.get(len(part))
-                        if sql is None:
-                            sql = _INSERT_TURNS + ", ".join([_ROW] * len(part))
-                            statements[len(part)] = sql
-                        raw.execute(sql, values)
-            finally:
-                for future in counted:  # after an error: do not count what will not be stored
-                    future.cancel()
+        for start, chunk_counts in zip(range(0, len(rows), CHUNK), counts, strict=True):
+            chunk = rows[start : start + CHUNK]
+            for offset in range(0, len(chunk), per_statement):
+                part = chunk[offset : offset + per_statement]
+                at = start + offset
+                values = [
+                    value
+                    for i, row, count in zip(
+                        range(at, at + len(part)),
+                        part,
+                        chunk_counts[offset : offset + len(part)],
+                        strict=True,
+                    )
+                    for value in (ids[i], pk, i + 1, count, created_at, *row)
+                ]
+                sql = statements.get(len(part))
+                if sql is None:
+                    sql = _INSERT_TURNS + ", ".join([_ROW] * len(part))
+                    statements[len(part)] = sql
+                raw.execute(sql, values)
         if trigger is not None:
             raw.execute(trigger)
     return ids

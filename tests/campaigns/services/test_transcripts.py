@@ -122,9 +122,15 @@ def test_a_bad_turn_anywhere_in_a_large_import_stores_nothing(bad_at):
     assert _fts_state() == fts_before
 
 
-def test_a_large_import_stores_every_turn_with_its_token_count():
-    from context_engine import tokens
+@pytest.mark.parametrize("helpers", [0, 1], ids=["counted-here", "helper-process"])
+def test_a_large_import_stores_every_turn_with_its_token_count(settings, helpers):
+    """Counted by the request alone, or by a helper process beside it
+    (`BABEL_IMPORT_COUNT_PROCESSES`, `context_engine.token_pool`): the same counts."""
+    from context_engine import token_pool, tokens
 
+    settings.BABEL_IMPORT_COUNT_PROCESSES = helpers
+    if helpers:
+        assert token_pool.start(helpers, wait=60)
     source = demo.transcript()
     good = source["turns"][0]
     turns = [{**good, "content": f"Turn {i}: " + "word " * (i % 37)} for i in range(4500)]
