@@ -95,14 +95,14 @@ def test_invalid_json_is_a_validation_error_not_a_crash():
 
 
 def _fts_state():
-    """SQLite: the full-text table's rows and the insert trigger (None elsewhere)."""
+    """SQLite: the full-text index's blocks and the insert trigger (None elsewhere)."""
     from django.db import connection
 
     if connection.vendor != "sqlite":
         return None
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM campaigns_turn_fts_docsize")
-        rows = cursor.fetchone()[0]
+        cursor.execute("SELECT count(*), sum(length(block)) FROM campaigns_turn_fts_data")
+        rows = cursor.fetchone()
         cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'campaigns_turn_fts_ai'")
         return rows, cursor.fetchone()
 
