@@ -84,7 +84,8 @@ class _InOrder:
                 index = self.front
                 try:
                     future = self.pool.submit(tokens.count_many, list(self.chunks[index]))
-                except Exception:  # the pool broke: the caller counts the rest
+                except Exception:  # the pool broke (or was replaced): the caller counts the rest
+                    _discard_pool(self.pool)
                     self.pool = None
                     return
                 self.front, self.busy = index + 1, self.busy + 1
@@ -190,8 +191,9 @@ def _discard_pool(pool: ProcessPoolExecutor) -> None:
     """Drop a broken pool, if it is still the process's: the next batch starts new helpers."""
     global _helpers
     with _lock:
-        if _helpers is not None and _helpers.pool is pool:
-            _helpers = None
+        if _helpers is None or _helpers.pool is not pool:
+            return  # already dropped or replaced, and shut down then
+        _helpers = None
     pool.shutdown(wait=False)
 
 

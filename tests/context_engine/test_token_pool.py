@@ -131,3 +131,24 @@ def test_a_process_that_cannot_start_helpers_counts_alone(fresh_pool, monkeypatc
     assert token_pool.start(1, wait=1) is False
     assert list(token_pool.counting(chunks, 1)) == [tokens.count_many(c) for c in chunks]
     assert token_pool._unavailable is True
+
+
+def test_a_pool_that_refuses_work_is_dropped_and_the_caller_counts(fresh_pool, monkeypatch):
+    class Refusing:
+        def submit(self, fn, chunk):
+            raise RuntimeError("cannot schedule new futures after shutdown")
+
+        def shutdown(self, wait, **options):
+            self.shut = True
+
+    class Ready:
+        size = 1
+        ready = threading.Event()
+        pool = Refusing()
+
+    Ready.ready.set()
+    monkeypatch.setattr(token_pool, "_helpers", Ready)
+    chunks = _chunks(3)
+    assert list(token_pool.counting(chunks, 1)) == [tokens.count_many(c) for c in chunks]
+    assert token_pool._helpers is None  # the next batch starts new helpers
+    assert Ready.pool.shut
