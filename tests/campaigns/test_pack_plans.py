@@ -4,17 +4,14 @@ generic plan could get wrong — never by reading a whole campaign's turns."""
 
 from __future__ import annotations
 
-import re
-from itertools import count
-
 import pytest
 from django.db import connection
-from psycopg import sql as pgsql
 
 from campaigns import bench, precompiled
 from campaigns.models import Experiment
 from campaigns.services.context import pack_for_role
 from context_engine.types import STRATEGIES
+from tests.plans import pg_generic_plan
 from tests.services import database_is_postgres, unavailable
 
 pytestmark = pytest.mark.django_db
@@ -78,19 +75,10 @@ def test_no_generic_plan_of_a_pack_reads_every_turn(campaign, monkeypatch, strat
 
 
 def _generic_plan(sql: str, params: list) -> str:
-    numbers = count(1)
-    numbered = re.sub(r"%%|%s", lambda m: "%" if m[0] == "%%" else f"${next(numbers)}", sql)
-    raw = connection.connection
-    values = ", ".join(pgsql.Literal(value).as_string(raw) for value in params)
     with connection.cursor() as cursor:
-        cursor.execute("SHOW plan_cache_mode")
+        cursor.execute("SHOW plan_cache_mode")  # the connection's own setting
         assert cursor.fetchone()[0] == "force_generic_plan"
-        cursor.execute(f"PREPARE plan_probe AS {numbered}".replace("%", "%%"))
-        try:
-            cursor.execute(f"EXPLAIN EXECUTE plan_probe({values})".replace("%", "%%"))
-            return "\n".join(row[0] for row in cursor.fetchall())
-        finally:
-            cursor.execute("DEALLOCATE plan_probe")
+    return pg_generic_plan(sql, params)
 
 
 def test_without_prepared_statements_the_same_pack_is_read_unprepared(campaign, monkeypatch):

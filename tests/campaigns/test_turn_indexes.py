@@ -5,17 +5,14 @@ partial index `turn_monologue_by_speaker`, on both databases. PostgreSQL's gener
 
 from __future__ import annotations
 
-import re
-from itertools import count
-
 import pytest
 from django.db import connection
-from psycopg import sql as pgsql
 
 from campaigns import bench
 from campaigns.models import MONOLOGUE_KIND, Turn
 from campaigns.selectors import turns_visible_to, viewer_for_role
 from campaigns.selectors_packs import own_monologue_query
+from tests.plans import plan
 
 pytestmark = pytest.mark.django_db
 
@@ -30,31 +27,12 @@ def campaign():
     return experiment
 
 
-def _plan(sql: str, params: list) -> str:
-    """The statement's plan as it runs: SQLite's, or PostgreSQL's generic plan (the one
-    a prepared pack statement gets, blind to the values)."""
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
-            return "\n".join(str(row[-1]) for row in cursor.fetchall())
-        numbers = count(1)
-        numbered = re.sub(r"%%|%s", lambda m: "%" if m[0] == "%%" else f"${next(numbers)}", sql)
-        values = ", ".join(pgsql.Literal(v).as_string(connection.connection) for v in params)
-        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        cursor.execute(f"PREPARE probe AS {numbered}".replace("%", "%%"))
-        try:
-            cursor.execute(f"EXPLAIN EXECUTE probe({values})".replace("%", "%%"))
-            return "\n".join(row[0] for row in cursor.fetchall())
-        finally:
-            cursor.execute("DEALLOCATE probe")
-
-
 @pytest.mark.parametrize("role", ["Thorin", "DM"])
 def test_own_monologues_are_read_through_the_partial_index(campaign, role):
     viewer = viewer_for_role(experiment=campaign, role=role)
     query = own_monologue_query(experiment_id=campaign.pk, viewer=viewer, speaker="Thorin", count=5)
-    plan = _plan(query.compiled.sql, query.compiled.bind(query.values))
-    assert INDEX in plan, plan
+    found = plan(query.compiled.sql, query.compiled.bind(query.values))
+    assert INDEX in found, found
 
 
 def test_the_literal_kind_selects_exactly_the_monologues(campaign):
