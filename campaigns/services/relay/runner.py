@@ -176,9 +176,13 @@ class _Round(_Steps):
         message = f"Round {self.round} done: {stored} turn(s) from {len(done)} step(s)"
         if failed:
             message += "; failed: " + ", ".join(f"{s['role']} ({s['step']})" for s in failed)
-        late = [s["role"] for s in steps if s["status"] == "timed_out"]
+        away = [s for s in steps if s["status"] == "timed_out"]
+        late = [s["role"] for s in away if not s.get("skipped")]
+        skipped = [s["role"] for s in away if s.get("skipped")]
         if late:
             message += "; did not act in time: " + ", ".join(late)
+        if skipped:
+            message += "; skipped by the DM: " + ", ".join(skipped)
         self._report(100, message, status=Job.Status.SUCCEEDED, result=self.result)
 
     # a human who did not act ------------------------------------------------------
@@ -226,6 +230,7 @@ class _Round(_Steps):
                     write,
                     policy=policy,
                     outcome=done,
+                    skipped=skipped,
                 )
                 if stored:
                     why = "was skipped" if skipped else "did not act in time"

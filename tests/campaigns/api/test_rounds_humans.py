@@ -202,6 +202,8 @@ def test_the_owner_skips_an_away_human_through_the_api_and_the_round_goes_on(
     assert step.status == RoundStep.Status.TIMED_OUT
     note = Turn.objects.get(pk=step.turns[0])
     assert "Thorin was skipped by the DM" in note.content
+    assert "skipped by the DM: Thorin" in job.message
+    assert "did not act in time" not in job.message
     assert speakers(human_thorin, 1)[-1] == "DM"  # the round went on to the DM's answer
     # The note is the DM side's: the skipped player's turn list never shows it.
     listed = api(player).get(turns_url(human_thorin)).json()

@@ -89,6 +89,7 @@ def test_skipping_an_away_human_stores_a_dm_only_note_and_the_round_goes_on(
     assert step.status == RoundStep.Status.TIMED_OUT
     note = Turn.objects.get(pk=step.turns[0])
     assert "Thorin was skipped by the DM" in note.content
+    assert waiting.message.endswith("; skipped by the DM: Thorin")
     assert note.kind == "system" and "Thorin" not in (note.visibility or ())
     # The player never reads the note, on the timeline or anywhere else.
     assert "skipped by the DM" not in as_user(player).get(url(exp)).content.decode()

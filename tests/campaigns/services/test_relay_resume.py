@@ -224,6 +224,7 @@ def test_skip_policy_leaves_a_note_the_dm_reads_and_the_round_goes_on(
     assert run_timeout(waiting, django_capture_on_commit_callbacks) == "skipped"
     assert waiting.status == "succeeded", waiting.message
     assert "did not act in time: Thorin" in waiting.message
+    assert "skipped by the DM" not in waiting.message
     note = Turn.objects.get(experiment=campaign, kind="system")
     assert note.visibility == ["DM"] and "Thorin did not act within 60 s" in note.content
     thorin = next(s for s in waiting.result["steps"] if s["role"] == "Thorin")
