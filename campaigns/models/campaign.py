@@ -147,8 +147,15 @@ class Turn(models.Model):
         MONOLOGUE = "monologue", "Monologue"
 
     # No index of its own: every index below starts with it (each would be a write more).
+    # On PostgreSQL the rule "a turn's experiment exists" is kept by statement-level
+    # triggers instead of a per-row foreign-key check (migration 0020); SQLite keeps its
+    # foreign key.
     experiment = models.ForeignKey(
-        Experiment, on_delete=models.CASCADE, related_name="turns", db_index=False
+        Experiment,
+        on_delete=models.CASCADE,
+        related_name="turns",
+        db_index=False,
+        db_constraint=False,
     )
     round = models.PositiveIntegerField(help_text="0 = setup.")
     seq = models.PositiveIntegerField(help_text="Strictly increasing within the experiment.")
