@@ -55,3 +55,22 @@ def test_a_human_players_round_is_driven_through_the_console(browser, live_serve
 
     dm.goto(base)
     assert "succeeded" in dm.locator("#job-progress .job-status").inner_text().lower()
+
+
+def test_the_dm_skips_an_away_human_and_the_round_says_so(browser, live_server, demo):  # noqa: F811
+    demo.participants.filter(role="Thorin").update(model="human")
+    dm = browser.new_context().new_page()
+    sign_in(dm, live_server, "demo")
+    dm.goto(f"{live_server.url}/campaigns/{demo.pk}/")
+    dm.click("button.cmd-round")
+    dm.locator("#job-progress .job-message", has_text="waiting for Thorin").wait_for()
+
+    dm.click("#job-progress form.skip-human button")
+    dm.locator("#job-progress .job-message", has_text="skipped by the DM: Thorin").wait_for(
+        timeout=30_000
+    )
+    message = dm.locator("#job-progress .job-message").inner_text()
+    assert "did not act in time" not in message
+    shot(dm, "round-skipped-dm")
+    job = Job.objects.get(experiment=demo, kind="round")
+    assert job.status == "succeeded", job.message
