@@ -71,6 +71,9 @@ def test_the_dm_skips_an_away_human_and_the_round_says_so(browser, live_server, 
     )
     message = dm.locator("#job-progress .job-message").inner_text()
     assert "did not act in time" not in message
+    demo.refresh_from_db()
+    # The header's round number followed the round without a reload.
+    assert dm.locator("#current-round").inner_text() == str(demo.current_round)
     shot(dm, "round-skipped-dm")
     job = Job.objects.get(experiment=demo, kind="round")
     assert job.status == "succeeded", job.message

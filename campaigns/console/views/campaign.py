@@ -408,6 +408,8 @@ def command_post(request, pk):
 
 def _progress_response(request, access, job: Job) -> HttpResponse:
     ctx = {"experiment": access.experiment, "job": job, "command_form": CommandForm()}
+    if request.htmx:  # the header's round number, swapped out of band: a round moves it
+        ctx["round_now"] = selectors.current_round(experiment=access.experiment.pk)
     response = page(request, "campaigns/console/_job_progress.html", ctx)
     if job.status in (Job.Status.SUCCEEDED, Job.Status.FAILED):
         if request.method == "GET" and request.htmx:

@@ -1,7 +1,7 @@
 import pytest
 from django.urls import reverse
 
-from campaigns.models import ContextEvent, Job, Turn
+from campaigns.models import ContextEvent, Experiment, Job, Turn
 from tests.campaigns.console.conftest import ALLOWED, FORBIDDEN, HX, is_fragment
 from tests.campaigns.console.matrix import READ, check_get
 from tests.factories import make_turn
@@ -128,6 +128,18 @@ def test_checkpoint_answers_a_progress_bar_that_polls_until_done(
     poll = client.get(url(exp, "console:job", job.pk), **HX)
     assert poll.status_code == 286
     assert "job-done" in poll["HX-Trigger"]
+
+
+def test_the_progress_bar_carries_the_header_round_number_out_of_band(as_user, owner, exp):
+    """A round moves the clock: each poll swaps the header's number (htmx oob); the full
+    page renders it once, in the header."""
+    job = Job.objects.create(experiment=exp, kind="round", status="running", progress=40)
+    Experiment.objects.filter(pk=exp.pk).update(current_round=7)
+    poll = as_user(owner).get(url(exp, "console:job", job.pk), **HX).content.decode()
+    assert '<strong id="current-round" hx-swap-oob="true">7</strong>' in poll
+    full = as_user(owner).get(url(exp)).content.decode()
+    assert full.count('id="current-round"') == 1
+    assert 'id="current-round">7<' in full
 
 
 def test_a_running_job_keeps_polling(as_user, owner, exp):
