@@ -18,7 +18,7 @@ from django.db.models import Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from campaigns import selectors
-from campaigns.models import MONOLOGUE_KIND, LoreEntry, RetrievalPin, Summary, Turn
+from campaigns.models import LORE_FIELDS, MONOLOGUE_KIND, LoreEntry, RetrievalPin, Summary, Turn
 from campaigns.precompiled import Precompiled, Query, compile_once
 from campaigns.selectors import Viewer
 
@@ -35,21 +35,7 @@ TURN_COLUMNS = (
     "tokens",
 )
 STUB_COLUMNS = ("id", "seq", "round", "speaker", "kind", "visibility", "hinge")
-LORE_COLUMNS = (
-    "id",
-    "term",
-    "category",
-    "definition",
-    "audience",
-    "status",
-    "origin",
-    "locked",
-    "first_seen_round",
-    "last_seen_round",
-    "mention_count",
-    "valid_from_round",
-    "invalid_from_round",
-)
+LORE_COLUMNS = ("id", *LORE_FIELDS)
 SUMMARY_COLUMNS = (
     "kind",
     "audience",

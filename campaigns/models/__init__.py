@@ -18,6 +18,7 @@ from campaigns.models.campaign import (
 )
 from campaigns.models.jobs import Job, RoundStep
 from campaigns.models.memory import (
+    LORE_FIELDS,
     HydrationCursor,
     LoreEntry,
     LoreRevision,
@@ -28,6 +29,7 @@ from campaigns.models.memory import (
 from campaigns.models.usage import ModelCall
 
 __all__ = [
+    "LORE_FIELDS",
     "MONOLOGUE_KIND",
     "ArenaRun",
     "ContextEvent",

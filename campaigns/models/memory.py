@@ -8,6 +8,23 @@ from django.db.models import Q
 
 from campaigns.models.campaign import Experiment, Turn
 
+# A World Bible entry's own fields, in the order the transcript format, the pack loader
+# and the API list them.
+LORE_FIELDS = (
+    "term",
+    "category",
+    "definition",
+    "audience",
+    "status",
+    "origin",
+    "locked",
+    "first_seen_round",
+    "last_seen_round",
+    "mention_count",
+    "valid_from_round",
+    "invalid_from_round",
+)
+
 
 class LoreEntry(models.Model):
     """A World Bible / glossary entry. Its audience follows the same rules as visibility."""

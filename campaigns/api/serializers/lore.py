@@ -14,7 +14,7 @@ from campaigns.api.serializers.base import (
     round_field,
     text_field,
 )
-from campaigns.models import LoreEntry
+from campaigns.models import LORE_FIELDS, LoreEntry
 
 
 class LoreSerializer(serializers.ModelSerializer):
@@ -22,23 +22,7 @@ class LoreSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = LoreEntry
-        fields = [
-            "id",
-            "term",
-            "category",
-            "definition",
-            "audience",
-            "status",
-            "origin",
-            "locked",
-            "first_seen_round",
-            "last_seen_round",
-            "mention_count",
-            "valid_from_round",
-            "invalid_from_round",
-            "created_at",
-            "updated_at",
-        ]
+        fields = ["id", *LORE_FIELDS, "created_at", "updated_at"]
         read_only_fields = fields
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from campaigns.models import Experiment, Turn
+from campaigns.models import LORE_FIELDS, Experiment, Turn
 from campaigns.services.facts import facts_export
 from campaigns.services.transcripts.common import FORMAT
 
@@ -40,18 +40,7 @@ def export_transcript(*, experiment: Experiment) -> dict[str, Any]:
         "turns": [_export_turn(turn) for turn in turns],
         "lore": [
             {
-                "term": entry.term,
-                "category": entry.category,
-                "definition": entry.definition,
-                "audience": entry.audience,
-                "status": entry.status,
-                "origin": entry.origin,
-                "locked": entry.locked,
-                "first_seen_round": entry.first_seen_round,
-                "last_seen_round": entry.last_seen_round,
-                "mention_count": entry.mention_count,
-                "valid_from_round": entry.valid_from_round,
-                "invalid_from_round": entry.invalid_from_round,
+                **{field: getattr(entry, field) for field in LORE_FIELDS},
                 "source_turns": sorted(
                     index_of[t.pk] for t in entry.source_turns.all() if t.pk in index_of
                 ),
