@@ -279,15 +279,18 @@ def pin_id_query(
 # and computing to_tsvector on every row it passes. The GIN index covers indexed rows
 # only (migration 0017): an import's rows wait for a background task, and until it has
 # run they are matched by the second branch, which walks the experiment's not-yet-indexed
-# rows (a partial btree, empty in the steady state). Each branch gives its newest N, the
-# union's newest N are the answer: the same rows before and after the task.
+# rows newest first. That branch runs only while the experiment has a `SearchBacklog` row
+# (a one-time filter; migration 0021): in the steady state it reads nothing. Each branch
+# gives its newest N, the union's newest N are the answer: the same rows before and after
+# the task.
 _PG_MATCH = "to_tsvector('english'::regconfig, content) @@ to_tsquery('english'::regconfig, %s)"
+_PG_BACKLOG = "EXISTS (SELECT 1 FROM campaigns_searchbacklog WHERE experiment_id = %s)"
 _PG_NEWEST_MATCHES = (
     "SELECT id FROM ("
     "(SELECT id, seq FROM campaigns_turn WHERE experiment_id = %s AND search_indexed AND "
     f"{_PG_MATCH} ORDER BY seq DESC LIMIT %s) UNION ALL "
     "(SELECT id, seq FROM campaigns_turn WHERE experiment_id = %s AND NOT search_indexed AND "
-    f"{_PG_MATCH} ORDER BY seq DESC LIMIT %s)"
+    f"{_PG_BACKLOG} AND {_PG_MATCH} ORDER BY seq DESC LIMIT %s)"
     ") AS matches ORDER BY seq DESC LIMIT %s OFFSET 0"
 )
 # PostgreSQL, first tier: the matches of recent rounds only. Both conditions have an index
@@ -298,7 +301,7 @@ _PG_RECENT_MATCHES = (
     "(SELECT id, seq FROM campaigns_turn WHERE experiment_id = %s AND round >= %s AND "
     f"round < %s AND search_indexed AND {_PG_MATCH} ORDER BY seq DESC LIMIT %s) UNION ALL "
     "(SELECT id, seq FROM campaigns_turn WHERE experiment_id = %s AND NOT search_indexed AND "
-    f"round >= %s AND round < %s AND {_PG_MATCH} ORDER BY seq DESC LIMIT %s)"
+    f"round >= %s AND round < %s AND {_PG_BACKLOG} AND {_PG_MATCH} ORDER BY seq DESC LIMIT %s)"
     ") AS matches ORDER BY seq DESC LIMIT %s OFFSET 0"
 )
 RECENT_SEARCH_ROUNDS = 250  # ~2,000 turns at 8 a round; more rounds only when too few hit
@@ -379,8 +382,16 @@ def _pg_search(key, viewer, before_round, limit, columns) -> Precompiled:
         return matching.order_by("-seq").values_list(*columns)[:limit]
 
     def everything(slots):
-        newest = [slots.int("experiment"), slots.str("query"), slots.int("scan_limit")]
-        newest = [*newest, *newest, slots.int("scan_limit")]  # indexed, pending, both
+        experiment, query, scan = (
+            slots.int("experiment"),
+            slots.str("query"),
+            slots.int("scan_limit"),
+        )
+        newest = [
+            *[experiment, query, scan],  # indexed
+            *[experiment, experiment, query, scan],  # pending, while backlogged
+            scan,  # both
+        ]
         if before_round is None:
             return tier(slots, _PG_NEWEST_MATCHES, newest, {})
         return tier(slots, _PG_NEWEST_MATCHES, newest, {"round__lt": slots.int("recent_from")})
@@ -390,14 +401,17 @@ def _pg_search(key, viewer, before_round, limit, columns) -> Precompiled:
         return older
 
     def recent(slots):
-        params = [
+        experiment, query, scan = (
             slots.int("experiment"),
-            slots.int("recent_from"),
-            slots.int("before_round"),
             slots.str("query"),
             slots.int("scan_limit"),
+        )
+        rounds = [slots.int("recent_from"), slots.int("before_round")]
+        params = [
+            *[experiment, *rounds, query, scan],  # indexed
+            *[experiment, *rounds, experiment, query, scan],  # pending, while backlogged
+            scan,  # both
         ]
-        params = [*params, *params, slots.int("scan_limit")]  # indexed, pending, both
         return tier(slots, _PG_RECENT_MATCHES, params, {"round__lt": slots.int("before_round")})
 
     found = _joined.get(key)

@@ -224,6 +224,26 @@ MONOLOGUE_KIND = RawSQL(
 )
 
 
+class SearchBacklog(models.Model):
+    """PostgreSQL: an experiment whose imported turns are not in the full-text index yet.
+
+    An import writes its turns outside the GIN index (``search_indexed`` false, migration
+    0017) and this row beside them; `transcripts.index_imported_turns` (a task sent after
+    commit) adds the turns to the index and then deletes the row. Searches scan the
+    experiment's not-yet-indexed turns only while it exists
+    (`selectors_packs._PG_NEWEST_MATCHES`): one row per import, where a partial index
+    over the pending turns cost a write per turn. SQLite indexes during the import and
+    never has one.
+    """
+
+    experiment = models.OneToOneField(
+        Experiment, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+
+    def __str__(self) -> str:
+        return f"search backlog of experiment {self.experiment_id}"
+
+
 class TurnRevision(models.Model):
     """A GM note's earlier text, kept when the DM edits or deletes it in the console.
 

@@ -12,7 +12,7 @@ import pytest
 from django.db import connection
 
 from campaigns import selectors, tasks
-from campaigns.models import Turn
+from campaigns.models import SearchBacklog, Turn
 from campaigns.services import transcripts
 from campaigns.services.transcripts import indexing
 from tests.factories import make_turn
@@ -172,3 +172,75 @@ def test_an_import_after_deleted_turns_takes_fresh_ids_and_is_searchable(campaig
     later = make_turn(experiment, round=13, content="A fresh quillfire.")
     found = selectors.search_turns(experiment=experiment, viewer=viewer, text="quillfire")
     assert found[0].pk == later.pk  # written one at a time: indexed by the trigger again
+
+
+def _pending_scans(experiment, before_round) -> list[str]:
+    """The plan nodes, as run, that read not-yet-indexed rows in a DM search."""
+    from campaigns.selectors import SEARCH_SCAN_LIMIT
+    from campaigns.selectors_packs import search_turn_query
+
+    query = search_turn_query(
+        experiment_id=experiment.pk,
+        viewer=selectors.viewer_for_role(experiment=experiment, role="DM"),
+        words=["ashfern"],
+        before_round=before_round,
+        limit=25,
+        scan_limit=SEARCH_SCAN_LIMIT,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) {query.compiled.sql}",
+            query.compiled.bind(query.values),
+        )
+        lines = [row[0] for row in cursor.fetchall()]
+    nodes, scans = [], []
+    for line in lines:  # a node is its "->" line and the detail lines under it
+        if "->" in line or not nodes:
+            nodes.append([line])
+        else:
+            nodes[-1].append(line)
+    for node in nodes:
+        details = " ".join(node[1:])
+        if "NOT search_indexed" in details and "Scan" in node[0]:
+            scans.append(node[0])
+    return scans
+
+
+@postgres_only
+@pytest.mark.parametrize("before_round", [None, 300])
+def test_once_indexed_a_search_never_runs_the_scan_for_pending_rows(before_round):
+    experiment = transcripts.import_transcript(data=_transcript())
+    assert SearchBacklog.objects.filter(experiment=experiment).exists()
+    pending = _pending_scans(experiment, before_round)
+    # (Older rounds' scans may be skipped anyway: the recent tier found enough.)
+    assert any("never executed" not in node for node in pending), pending
+
+    transcripts.index_imported_turns(experiment_id=experiment.pk)
+    assert not SearchBacklog.objects.filter(experiment=experiment).exists()
+    indexed = _pending_scans(experiment, before_round)
+    assert indexed and all("never executed" in node for node in indexed), indexed
+
+
+@postgres_only
+def test_the_backlog_row_stays_while_any_turn_is_still_pending():
+    experiment = transcripts.import_transcript(data=_transcript(rounds=20))
+    with connection.cursor() as cursor:  # a pending row the task's range does not cover
+        cursor.execute(
+            "UPDATE campaigns_turn SET search_indexed = true WHERE experiment_id = %s",
+            [experiment.pk],
+        )
+        cursor.execute(
+            "UPDATE campaigns_turn SET search_indexed = false WHERE id = %s",
+            [experiment.turns.order_by("seq").first().pk],
+        )
+        cursor.execute(indexing._BACKLOG_DONE, [experiment.pk])
+    assert SearchBacklog.objects.filter(experiment=experiment).exists()
+    assert transcripts.index_imported_turns(experiment_id=experiment.pk) == 1
+    assert not SearchBacklog.objects.filter(experiment=experiment).exists()
+
+
+def test_only_an_import_on_postgresql_leaves_a_backlog_row():
+    """SQLite writes the full-text rows inside the import: nothing waits for a task."""
+    experiment = transcripts.import_transcript(data=_transcript(rounds=5))
+    backlogged = SearchBacklog.objects.filter(experiment=experiment).exists()
+    assert backlogged == (connection.vendor == "postgresql")

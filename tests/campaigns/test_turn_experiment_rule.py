@@ -54,6 +54,20 @@ def test_one_bad_row_refuses_the_whole_statement():
 
 
 @pytest.mark.django_db
+def test_one_statement_may_write_turns_of_several_existing_experiments():
+    first, second = _experiment("first"), _experiment("second")
+    row = "(%s, 1, %s, 'DM', 'narrative', 'x', '[]', false, false, 1, now())"
+    with connection.cursor() as cursor:
+        # Three rows naming two experiments: each experiment counted once, both exist.
+        cursor.execute(
+            INSERT.split(" VALUES ")[0] + " VALUES " + ", ".join([row] * 3),
+            [first.pk, 1, second.pk, 1, first.pk, 2],
+        )
+    assert Turn.objects.filter(experiment=first).count() == 2
+    assert Turn.objects.filter(experiment=second).count() == 1
+
+
+@pytest.mark.django_db
 def test_a_turn_cannot_move_to_another_experiment():
     first, second = _experiment("first"), _experiment("second")
     with connection.cursor() as cursor:

@@ -12,8 +12,9 @@ def index_imported_turns(*, experiment_id: int, batch: int = SEARCH_INDEX_BATCH)
 
     The body of `campaigns.tasks.index_turn_search`. Flips ``search_indexed`` on the
     experiment's pending rows ``batch`` at a time, each batch its own transaction (short
-    locks; a crash keeps what is done). Idempotent: a second run finds nothing pending and
-    writes nothing. Searches give the same rows before, during and after (see
+    locks; a crash keeps what is done), then deletes the experiment's `SearchBacklog` row
+    (searches stop scanning for pending rows). Idempotent: a second run finds nothing
+    pending and writes no turn. Searches give the same rows before, during and after (see
     `selectors_packs._PG_NEWEST_MATCHES`). SQLite indexes during the import: 0.
     """
     if connection.vendor != "postgresql":
@@ -21,13 +22,14 @@ def index_imported_turns(*, experiment_id: int, batch: int = SEARCH_INDEX_BATCH)
     with connection.cursor() as cursor:
         cursor.execute(_PENDING_SEQS, [experiment_id])
         low, high = cursor.fetchone()
-    if low is None:
-        return 0
     done = 0
-    for start in range(low, high + 1, batch):
+    seqs = range(low, high + 1, batch) if low is not None else ()
+    for start in seqs:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(_INDEX_BATCH, [experiment_id, start, start + batch])
             done += cursor.rowcount
+    with connection.cursor() as cursor:
+        cursor.execute(_BACKLOG_DONE, [experiment_id])
     return done
 
 
@@ -40,4 +42,10 @@ _PENDING_SEQS = (
 _INDEX_BATCH = (
     "UPDATE campaigns_turn SET search_indexed = true "
     "WHERE experiment_id = %s AND seq >= %s AND seq < %s AND NOT search_indexed"
+)
+# Only once no row is pending: a search that still finds the backlog row scans for them.
+_BACKLOG_DONE = (
+    "DELETE FROM campaigns_searchbacklog b WHERE b.experiment_id = %s AND NOT EXISTS "
+    "(SELECT 1 FROM campaigns_turn t WHERE t.experiment_id = b.experiment_id "
+    "AND NOT t.search_indexed)"
 )

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from campaigns.models import SearchBacklog
 from campaigns.services.memory.dispatch import send_on_commit
 from context_engine import token_pool
 
@@ -42,10 +43,11 @@ def counting(texts: list[str]) -> Iterator[list[int]]:
 
 def pg_insert(pk: int, rows: list[tuple], counts: Iterator[list[int]]) -> Sequence[int]:
     """COPY, in text form built here (psycopg's per-row adaptation cost as much as the
-    counting): one statement, so the statement-level pack_version trigger runs once.
+    counting): one statement, so the statement-level triggers run once.
 
     ``search_indexed`` false: the GIN index skips these rows until the background task
-    (`index_imported_turns`, sent after commit) indexes them; searches find them anyway.
+    (`index_imported_turns`, sent after commit) indexes them; meanwhile the experiment's
+    `SearchBacklog` row has searches scan them too.
     """
     created_at = timezone.now().isoformat()
     with connection.cursor() as cursor, cursor.cursor.copy(_COPY_TURNS) as copy:
@@ -62,6 +64,7 @@ def pg_insert(pk: int, rows: list[tuple], counts: Iterator[list[int]]) -> Sequen
                 )
             ]
             copy.write("".join(lines))
+    SearchBacklog.objects.create(experiment_id=pk)
     send_on_commit("index_turn_search", pk)
     return _TurnIds(pk, len(rows))
 
