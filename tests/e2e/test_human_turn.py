@@ -21,6 +21,7 @@ def test_a_human_players_round_is_driven_through_the_console(browser, live_serve
     sign_in(thorin, live_server, "thorin")
     thorin.goto(base)
     assert thorin.locator("#your-turn").count() == 0
+    round_before = thorin.locator("#current-round").inner_text()
 
     dm = browser.new_context().new_page()
     sign_in(dm, live_server, "demo")
@@ -37,6 +38,10 @@ def test_a_human_players_round_is_driven_through_the_console(browser, live_serve
     assert "Your turn, Thorin." in thorin.locator("#round-status").inner_text()
     assert "The round is waiting for you, Thorin." in prompt.inner_text()
     shot(thorin, "round-waiting-player")
+    # The clock moved with the round: the player's header says so without a reload.
+    demo.refresh_from_db()
+    assert thorin.locator("#current-round").inner_text() == str(demo.current_round)
+    assert round_before != str(demo.current_round)
     # The prompt sits above the composer's form.
     assert prompt.bounding_box()["y"] < thorin.locator("#composer form").bounding_box()["y"]
 

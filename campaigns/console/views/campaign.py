@@ -240,10 +240,12 @@ def campaign(request, pk):
     viewer, as_role = console_access.viewer_for(request, access)
     part = request.GET.get("part")
     if part == "round_status" and request.htmx:
-        # The poller (every few seconds per open page) renders the round bar alone.
+        # The poller (every few seconds per open page) renders the round bar alone, and
+        # the header's round number out of band (the clock moves without a reload).
         ctx = {
             "as_role": as_role,
             "self_url": reverse("console:campaign", args=[access.experiment.pk]),
+            "round_now": selectors.current_round(experiment=access.experiment.pk),
             **_status(request, access, viewer, _composer(access, viewer)),
         }
     else:

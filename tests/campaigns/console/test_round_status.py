@@ -91,3 +91,14 @@ def test_an_active_round_polls_faster_than_an_idle_page(
     with django_capture_on_commit_callbacks(execute=True):
         round_start(experiment=exp, user=owner)
     assert 'hx-trigger="every 4s"' in poll(client, exp, "").content.decode()
+
+
+def test_the_players_header_follows_the_campaign_clock_without_a_reload(as_user, player, exp):
+    client = as_user(player)
+    seen = seen_key(client, exp)
+    full = client.get(page_url(exp)).content.decode()
+    assert full.count('id="current-round"') == 1  # the header's, not a second copy
+    type(exp).objects.filter(pk=exp.pk).update(current_round=exp.current_round + 3)
+    body = poll(client, exp, seen).content.decode()
+    expected = f'<strong id="current-round" hx-swap-oob="true">{exp.current_round + 3}</strong>'
+    assert expected in body
