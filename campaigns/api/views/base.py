@@ -35,9 +35,13 @@ class ApiView(GenericAPIView):
 
     def initial(self, request, *args, **kwargs):
         """Query parameters get the same check as JSON bodies: text that no database can
-        store (NUL, lone surrogates) is a 400 naming the parameter, never a 500 later."""
+        store (NUL, lone surrogates) is a 400 naming the parameter, never a 500 later.
+        Every parameter of this API takes one value: one given twice is a 400 too (a
+        reader would otherwise get whichever copy came last, silently)."""
         super().initial(request, *args, **kwargs)
         for name, values in request.query_params.lists():
+            if len(values) > 1:
+                raise ValidationError({name: ["Give this parameter once."]})
             found = unstorable_text({name: values})
             if found:
                 where, problem = found

@@ -168,6 +168,23 @@ def test_a_nul_in_any_query_parameter_is_a_400_naming_it(api, campaign, owner, p
     assert "NUL" in response.json()[param][0]
 
 
+@pytest.mark.parametrize(
+    ("path", "param", "values"),
+    [
+        ("/api/experiments/{id}/usage/", "round", ["{}", "0.0"]),
+        ("/api/experiments/{id}/turns/", "round", ["1", "2"]),
+        ("/api/experiments/{id}/turns/", "as", ["DM", "Thorin"]),
+        ("/api/experiments/", "page", ["1", "1"]),
+    ],
+)
+def test_a_query_parameter_given_twice_is_a_400_naming_it(
+    api, campaign, owner, path, param, values
+):
+    response = api(owner).get(path.format(id=campaign.pk), {param: values})
+    assert response.status_code == 400
+    assert response.json() == {param: ["Give this parameter once."]}
+
+
 def test_a_length_limit_holds_for_the_text_as_sent_not_only_after_trimming(api, campaign, owner):
     from campaigns.models import LoreEntry
 
