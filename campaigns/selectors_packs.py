@@ -274,36 +274,14 @@ def pin_id_query(
 
 # --- full-text retrieval -----------------------------------------------------------------
 
-# PostgreSQL: the newest matches through the GIN index, as a subquery the planner cannot
-# flatten (OFFSET 0): joined directly, it prefers walking the experiment backwards by seq
-# and computing to_tsvector on every row it passes. The GIN index covers indexed rows
-# only (migration 0017): an import's rows wait for a background task, and until it has
-# run they are matched by the second branch, which walks the experiment's not-yet-indexed
-# rows newest first. That branch runs only while the experiment has a `SearchBacklog` row
-# (a one-time filter; migration 0021): in the steady state it reads nothing. Each branch
-# gives its newest N, the union's newest N are the answer: the same rows before and after
-# the task.
-_PG_MATCH = "to_tsvector('english'::regconfig, content) @@ to_tsquery('english'::regconfig, %s)"
-_PG_BACKLOG = "EXISTS (SELECT 1 FROM campaigns_searchbacklog WHERE experiment_id = %s)"
-_PG_NEWEST_MATCHES = (
-    "SELECT id FROM ("
-    "(SELECT id, seq FROM campaigns_turn WHERE experiment_id = %s AND search_indexed AND "
-    f"{_PG_MATCH} ORDER BY seq DESC LIMIT %s) UNION ALL "
-    "(SELECT id, seq FROM campaigns_turn WHERE experiment_id = %s AND NOT search_indexed AND "
-    f"{_PG_BACKLOG} AND {_PG_MATCH} ORDER BY seq DESC LIMIT %s)"
-    ") AS matches ORDER BY seq DESC LIMIT %s OFFSET 0"
-)
-# PostgreSQL, first tier: the matches of recent rounds only. Both conditions have an index
-# (GIN, and the (experiment, round, seq) btree): the planner ANDs the two bitmaps and
-# reads the heap pages of the window's matches alone. Not-yet-indexed rows as above.
-_PG_RECENT_MATCHES = (
-    "SELECT id FROM ("
-    "(SELECT id, seq FROM campaigns_turn WHERE experiment_id = %s AND round >= %s AND "
-    f"round < %s AND search_indexed AND {_PG_MATCH} ORDER BY seq DESC LIMIT %s) UNION ALL "
-    "(SELECT id, seq FROM campaigns_turn WHERE experiment_id = %s AND NOT search_indexed AND "
-    f"round >= %s AND round < %s AND {_PG_BACKLOG} AND {_PG_MATCH} ORDER BY seq DESC LIMIT %s)"
-    ") AS matches ORDER BY seq DESC LIMIT %s OFFSET 0"
-)
+# PostgreSQL: the newest ``scan_limit`` matches of an experiment in a round range, from
+# `babel_turn_matches` (migration 0022). Which plan is best (the GIN index, or the
+# experiment's btree with the words checked row by row) depends on the values, so the
+# function plans its statement on every call with them: a generic plan, blind to them,
+# walked a small campaign's turns computing to_tsvector on each. Turns an import left
+# outside the GIN index are matched too, only while the experiment has a `SearchBacklog`
+# row. The caller's statement applies visibility to these ids.
+_PG_MATCHES = "SELECT id FROM babel_turn_matches(%s, %s, %s, %s, %s)"
 RECENT_SEARCH_ROUNDS = 250  # ~2,000 turns at 8 a round; more rounds only when too few hit
 # SQLite: FTS5 rows are keyed by the negated turn id (migration 0008), so ascending rowid
 # order is newest first and FTS5 walks its doclists lazily: with the join below and a
@@ -363,56 +341,36 @@ def search_turn_query(
 def _pg_search(key, viewer, before_round, limit, columns) -> Precompiled:
     """Newest readable matches, bounded on PostgreSQL (a GIN index cannot order by seq).
 
-    Without ``before_round``: the newest ``scan_limit`` matches through the GIN index,
-    then the visibility filter. With it, two tiers in one statement: the matches of the
-    last `RECENT_SEARCH_ROUNDS` rounds before ``before_round`` (a BitmapAnd of the GIN
-    index and the (experiment, round, seq) btree, so only those rows' heap pages are
-    read, whatever the history length), and — only when that gave fewer than ``limit``
-    readable rows (a one-time filter: otherwise never executed) — the older rounds as
-    before. The caller takes the newest ``limit`` of the union: exactly the newest
+    Without ``before_round``: the newest ``scan_limit`` matches (`_PG_MATCHES`), then the
+    visibility filter. With it, two tiers in one statement: the matches of the last
+    `RECENT_SEARCH_ROUNDS` rounds before ``before_round`` (with fresh statistics, a
+    BitmapAnd of the GIN index and the (experiment, round, seq) btree, so only those rows'
+    heap pages are read, whatever the history length), and — only when that gave fewer
+    than ``limit`` readable rows (a one-time filter: otherwise never executed) — the
+    older rounds. The caller takes the newest ``limit`` of the union: exactly the newest
     ``limit`` readable matches the single query would give, visibility applied to both
     tiers by the same selector-built SQL.
     """
     from django.db.models.expressions import RawSQL
 
-    def tier(slots, newest_sql, newest_params, round_filter):
+    def tier(slots, round_from, round_to):
+        matches = [slots.int("experiment"), slots.str("query"), round_from, round_to]
         matching = selectors.turns_visible_to(
             experiment=slots.int("experiment"), viewer=_slot_viewer(slots, viewer)
-        ).filter(pk__in=RawSQL(newest_sql, newest_params), **round_filter)
+        ).filter(pk__in=RawSQL(_PG_MATCHES, [*matches, slots.int("scan_limit")]))
         return matching.order_by("-seq").values_list(*columns)[:limit]
 
     def everything(slots):
-        experiment, query, scan = (
-            slots.int("experiment"),
-            slots.str("query"),
-            slots.int("scan_limit"),
-        )
-        newest = [
-            *[experiment, query, scan],  # indexed
-            *[experiment, experiment, query, scan],  # pending, while backlogged
-            scan,  # both
-        ]
         if before_round is None:
-            return tier(slots, _PG_NEWEST_MATCHES, newest, {})
-        return tier(slots, _PG_NEWEST_MATCHES, newest, {"round__lt": slots.int("recent_from")})
+            return tier(slots, 0, slots.int("cap"))
+        return tier(slots, 0, slots.int("recent_from"))
 
     older = compile_once(("older", *key), everything)
     if before_round is None:
         return older
 
     def recent(slots):
-        experiment, query, scan = (
-            slots.int("experiment"),
-            slots.str("query"),
-            slots.int("scan_limit"),
-        )
-        rounds = [slots.int("recent_from"), slots.int("before_round")]
-        params = [
-            *[experiment, *rounds, query, scan],  # indexed
-            *[experiment, *rounds, experiment, query, scan],  # pending, while backlogged
-            scan,  # both
-        ]
-        return tier(slots, _PG_RECENT_MATCHES, params, {"round__lt": slots.int("before_round")})
+        return tier(slots, slots.int("recent_from"), slots.int("before_round"))
 
     found = _joined.get(key)
     if found is None:

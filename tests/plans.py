@@ -4,6 +4,8 @@ is used (or a whole table is not read)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from itertools import count
 
 from django.db import connection
@@ -34,3 +36,40 @@ def plan(sql: str, params: list) -> str:
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
         return "\n".join(str(row[-1]) for row in cursor.fetchall())
+
+
+@contextmanager
+def pg_nested_plans() -> Iterator[list[str]]:
+    """PostgreSQL: the plans, as run, of the statements that functions run inside the
+    block (``auto_explain``; statements the client sends itself are included too).
+
+    Each entry starts with ``Query Text:``. Needs a superuser connection (``LOAD``) and
+    an open transaction: the settings are ``SET LOCAL``.
+    """
+    plans: list[str] = []
+    settings = (
+        "auto_explain.log_min_duration = 0",
+        "auto_explain.log_nested_statements = on",
+        "auto_explain.log_analyze = on",
+        "auto_explain.log_timing = off",
+        "client_min_messages = log",
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("LOAD 'auto_explain'")
+        for setting in settings:
+            cursor.execute(f"SET LOCAL {setting}")
+
+    def collect(diagnostic) -> None:
+        message = diagnostic.message_primary or ""
+        if "plan:" in message:
+            plans.append(message.split("plan:", 1)[1].strip())
+
+    raw = connection.connection
+    raw.add_notice_handler(collect)
+    try:
+        yield plans
+    finally:
+        raw.remove_notice_handler(collect)
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL auto_explain.log_min_duration = -1")
+            cursor.execute("SET LOCAL client_min_messages = notice")
