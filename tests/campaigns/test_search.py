@@ -94,3 +94,31 @@ def test_search_reaches_past_the_recent_rounds_only_when_they_hold_too_few(campa
     assert _search(campaign, "Thorin", "kestrel", before_round=1000, limit=1) == [
         "a fresh kestrel feather"
     ]
+
+
+def test_older_rounds_are_searched_on_their_own_when_recent_matches_are_all_unreadable(campaign):
+    """More unreadable matches in the recent rounds than a search looks at (PostgreSQL's
+    scan limit) do not hide an older readable one: each tier looks at its own rounds."""
+    from campaigns.selectors import SEARCH_SCAN_LIMIT
+    from campaigns.selectors_packs import RECENT_SEARCH_ROUNDS
+
+    make_turn(campaign, round=1, content="an old kestrel feather")
+    first_recent = 1000 - RECENT_SEARCH_ROUNDS
+    whispers = [
+        Turn(
+            experiment=campaign,
+            seq=2 + i,
+            round=first_recent + i // 3,
+            speaker="Cassia",
+            kind="whisper",
+            content=f"secret kestrel number {i}",
+            visibility=["Cassia", "DM"],
+            tokens=5,
+        )
+        for i in range(SEARCH_SCAN_LIMIT + 10)
+    ]
+    Turn.objects.bulk_create(whispers)
+
+    assert _search(campaign, "Thorin", "kestrel", before_round=1000, limit=3) == [
+        "an old kestrel feather"
+    ]
