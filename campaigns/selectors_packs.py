@@ -280,8 +280,12 @@ def pin_id_query(
 # function plans its statement on every call with them: a generic plan, blind to them,
 # walked a small campaign's turns computing to_tsvector on each. Turns an import left
 # outside the GIN index are matched too, only while the experiment has a `SearchBacklog`
-# row. The caller's statement applies visibility to these ids.
-_PG_MATCHES = "SELECT id FROM babel_turn_matches(%s, %s, %s, %s, %s)"
+# row. The caller's statement reads the turns of these ids by primary key (``= ANY`` of an
+# array: an IN subquery was planned, on a small table, as a join to a scan of every turn)
+# and applies visibility to them.
+_PG_MATCHES = (
+    '"campaigns_turn"."id" = ANY(ARRAY(SELECT id FROM babel_turn_matches(%s, %s, %s, %s, %s)))'
+)
 RECENT_SEARCH_ROUNDS = 250  # ~2,000 turns at 8 a round; more rounds only when too few hit
 # SQLite: FTS5 rows are keyed by the negated turn id (migration 0008), so ascending rowid
 # order is newest first and FTS5 walks its doclists lazily: with the join below and a
@@ -351,13 +355,14 @@ def _pg_search(key, viewer, before_round, limit, columns) -> Precompiled:
     ``limit`` readable matches the single query would give, visibility applied to both
     tiers by the same selector-built SQL.
     """
+    from django.db.models import BooleanField
     from django.db.models.expressions import RawSQL
 
     def tier(slots, round_from, round_to):
         matches = [slots.int("experiment"), slots.str("query"), round_from, round_to]
         matching = selectors.turns_visible_to(
             experiment=slots.int("experiment"), viewer=_slot_viewer(slots, viewer)
-        ).filter(pk__in=RawSQL(_PG_MATCHES, [*matches, slots.int("scan_limit")]))
+        ).filter(RawSQL(_PG_MATCHES, [*matches, slots.int("scan_limit")], BooleanField()))
         return matching.order_by("-seq").values_list(*columns)[:limit]
 
     def everything(slots):

@@ -108,15 +108,25 @@ def _turns_checked_word_by_word(plan: str) -> int:
 
 @pytest.mark.parametrize("turns", [1000, TURNS])
 @pytest.mark.parametrize("role", ["DM", "Thorin"])
-def test_a_packs_search_looks_its_words_up_in_the_index(turns, role):
+def test_a_packs_search_looks_its_words_up_in_the_index(monkeypatch, turns, role):
     """Prepared blind to the values, the search once walked a small campaign's turns and
     computed ``to_tsvector`` on each (40-50 ms a pack at 1,000 turns). Its matches are now
-    planned per call with the values (`babel_turn_matches`, migration 0022)."""
+    planned per call with the values (`babel_turn_matches`, migration 0022), and the
+    prepared statement reads the matched turns by primary key: with a small table it had
+    joined them to a sequential scan of every turn, a plan it would keep as the table grew."""
     if not database_is_postgres():
         unavailable("prepared statements and generic plans are PostgreSQL's")
     experiment = bench.create_campaign(turns)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE campaigns_turn")  # as autovacuum would have by now
+    statements: list[tuple[str, list]] = []
+    real_fetch = precompiled._fetch_one
+
+    def recording(sql, params):
+        statements.append((sql, params))
+        return real_fetch(sql, params)
+
+    monkeypatch.setattr(precompiled, "_fetch_one", recording)
     pack_for_role(experiment=experiment, role=role, input_text=INPUT, use_cache=False)
     with pg_nested_plans() as plans:
         pack_for_role(experiment=experiment, role=role, input_text=INPUT, use_cache=False)
@@ -125,3 +135,7 @@ def test_a_packs_search_looks_its_words_up_in_the_index(turns, role):
     assert searches, plans
     for plan in searches:
         assert _turns_checked_word_by_word(plan) < 100, plan
+    assert any("babel_turn_matches" in sql for sql, _ in statements)
+    for sql, params in statements:
+        plan = _generic_plan(sql, params)
+        assert "Seq Scan on campaigns_turn" not in plan, plan
