@@ -231,7 +231,7 @@ class SearchBacklog(models.Model):
     0017) and this row beside them; `transcripts.index_imported_turns` (a task sent after
     commit) adds the turns to the index and then deletes the row. Searches scan the
     experiment's not-yet-indexed turns only while it exists
-    (`selectors_packs._PG_NEWEST_MATCHES`): one row per import, where a partial index
+    (`babel_turn_matches`, migration 0022): one row per import, where a partial index
     over the pending turns cost a write per turn. SQLite indexes during the import and
     never has one.
     """

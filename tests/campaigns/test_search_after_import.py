@@ -226,3 +226,27 @@ def test_only_an_import_on_postgresql_leaves_a_backlog_row():
     experiment = transcripts.import_transcript(data=_transcript(rounds=5))
     backlogged = SearchBacklog.objects.filter(experiment=experiment).exists()
     assert backlogged == (connection.vendor == "postgresql")
+
+
+def _estimated_turns(experiment) -> float:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "EXPLAIN (FORMAT JSON) SELECT id FROM campaigns_turn WHERE experiment_id = %s",
+            [experiment.pk],
+        )
+        return cursor.fetchone()[0][0]["Plan"]["Plan Rows"]
+
+
+@postgres_only
+def test_after_indexing_an_import_the_planner_knows_the_campaigns_size():
+    """The search plans its matches with the table's statistics (migration 0022): right
+    after an import they describe a campaign of no turns."""
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE campaigns_turn")
+    experiment = transcripts.import_transcript(data=_transcript())
+    imported = experiment.turns.count()
+    assert _estimated_turns(experiment) < imported / 10
+
+    transcripts.index_imported_turns(experiment_id=experiment.pk)
+    assert _estimated_turns(experiment) > imported / 2
+    assert transcripts.index_imported_turns(experiment_id=experiment.pk) == 0

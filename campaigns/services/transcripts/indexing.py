@@ -15,7 +15,13 @@ def index_imported_turns(*, experiment_id: int, batch: int = SEARCH_INDEX_BATCH)
     locks; a crash keeps what is done), then deletes the experiment's `SearchBacklog` row
     (searches stop scanning for pending rows). Idempotent: a second run finds nothing
     pending and writes no turn. Searches give the same rows before, during and after (see
-    `selectors_packs._PG_NEWEST_MATCHES`). SQLite indexes during the import: 0.
+    `babel_turn_matches`, migration 0022). SQLite indexes during the import: 0.
+
+    Having indexed anything, it refreshes the turns table's statistics: the search plans
+    its matches with them, and until autovacuum notices the import (a minute at best; not
+    before a tenth of the table has changed) they describe a campaign of no turns, for
+    which walking its turns and checking the words one by one looks cheaper than the
+    full-text index.
     """
     if connection.vendor != "postgresql":
         return 0
@@ -30,6 +36,8 @@ def index_imported_turns(*, experiment_id: int, batch: int = SEARCH_INDEX_BATCH)
             done += cursor.rowcount
     with connection.cursor() as cursor:
         cursor.execute(_BACKLOG_DONE, [experiment_id])
+        if done:
+            cursor.execute("ANALYZE campaigns_turn")
     return done
 
 
