@@ -58,6 +58,17 @@ def test_no_generic_plan_of_a_pack_reads_every_turn(campaign, monkeypatch, strat
     window, and its generic plan must walk an index to it (an open ``round >= $1`` is
     planned as a third of the table: a sequential scan)."""
     Experiment.objects.filter(pk=campaign.pk).update(config={"strategy": strategy})
+    statements = _recorded_statements(monkeypatch)
+    pack_for_role(experiment=campaign.pk, role=role, input_text=INPUT, use_cache=False)
+
+    assert statements
+    for sql, params in statements:
+        plan = _generic_plan(sql, params)
+        assert "Seq Scan on campaigns_turn" not in plan, plan
+
+
+def _recorded_statements(monkeypatch) -> list[tuple[str, list]]:
+    """Filled with each batched pack read's ``(sql, params)`` as it runs."""
     statements: list[tuple[str, list]] = []
     real_fetch = precompiled._fetch_one
 
@@ -66,12 +77,7 @@ def test_no_generic_plan_of_a_pack_reads_every_turn(campaign, monkeypatch, strat
         return real_fetch(sql, params)
 
     monkeypatch.setattr(precompiled, "_fetch_one", recording)
-    pack_for_role(experiment=campaign.pk, role=role, input_text=INPUT, use_cache=False)
-
-    assert statements
-    for sql, params in statements:
-        plan = _generic_plan(sql, params)
-        assert "Seq Scan on campaigns_turn" not in plan, plan
+    return statements
 
 
 def _generic_plan(sql: str, params: list) -> str:
@@ -119,14 +125,7 @@ def test_a_packs_search_looks_its_words_up_in_the_index(monkeypatch, turns, role
     experiment = bench.create_campaign(turns)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE campaigns_turn")  # as autovacuum would have by now
-    statements: list[tuple[str, list]] = []
-    real_fetch = precompiled._fetch_one
-
-    def recording(sql, params):
-        statements.append((sql, params))
-        return real_fetch(sql, params)
-
-    monkeypatch.setattr(precompiled, "_fetch_one", recording)
+    statements = _recorded_statements(monkeypatch)
     pack_for_role(experiment=experiment, role=role, input_text=INPUT, use_cache=False)
     with pg_nested_plans() as plans:
         pack_for_role(experiment=experiment, role=role, input_text=INPUT, use_cache=False)
