@@ -8,7 +8,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import count
 
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
+
+from tests.services import unavailable
 
 
 def pg_generic_plan(sql: str, params: list) -> str:
@@ -43,8 +45,9 @@ def pg_nested_plans() -> Iterator[list[str]]:
     """PostgreSQL: the plans, as run, of the statements that functions run inside the
     block (``auto_explain``; statements the client sends itself are included too).
 
-    Each entry starts with ``Query Text:``. Needs a superuser connection (``LOAD``) and
-    an open transaction: the settings are ``SET LOCAL``.
+    Each entry starts with ``Query Text:``. Needs a superuser connection (``LOAD``; else
+    the test is skipped, or fails where services are required) and an open transaction:
+    the settings are ``SET LOCAL``.
     """
     plans: list[str] = []
     settings = (
@@ -54,8 +57,12 @@ def pg_nested_plans() -> Iterator[list[str]]:
         "auto_explain.log_timing = off",
         "client_min_messages = log",
     )
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("LOAD 'auto_explain'")
+    except DatabaseError as exc:
+        unavailable(f"auto_explain cannot be loaded on this connection ({exc})")
     with connection.cursor() as cursor:
-        cursor.execute("LOAD 'auto_explain'")
         for setting in settings:
             cursor.execute(f"SET LOCAL {setting}")
 
