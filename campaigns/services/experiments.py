@@ -128,10 +128,8 @@ def participant_update_model(
     return participant
 
 
-@transaction.atomic
-def participant_create(
+def participant_fields(
     *,
-    experiment: Experiment,
     role: str,
     kind: str = Participant.Kind.PLAYER,
     model: str = "human",
@@ -143,7 +141,9 @@ def participant_create(
     user=None,
     temperature: float | None = None,
     max_output_tokens: int | None = None,
-) -> Participant:
+) -> dict:
+    """A participant's fields, cleaned as `participant_create` stores them (no database
+    read: whether the role is taken is checked when they are written)."""
     role = clean_role_name(role)
     clean_model_settings(temperature=temperature, max_output_tokens=max_output_tokens)
     if kind not in PARTICIPANT_KINDS:
@@ -151,23 +151,50 @@ def participant_create(
     if reveal_round is not None:
         clean_round(reveal_round, field="reveal_round")
     _clean_model_id(model)
+    return {
+        "role": role,
+        "kind": kind,
+        "model": model,
+        "bio": bio or "",
+        "identity": identity or "",
+        "secret": secret or "",
+        "reveal_round": reveal_round,
+        "order": order,
+        "user": user,
+        "temperature": temperature,
+        "max_output_tokens": max_output_tokens,
+    }
+
+
+def role_taken(role: str) -> ValidationError:
+    return ValidationError({"role": [f"Role {role!r} already exists in this experiment."]})
+
+
+@transaction.atomic
+def participant_create(*, experiment: Experiment, **fields) -> Participant:
+    """One participant (see `participant_fields` for what can be given); ``order``
+    defaults to after the experiment's others."""
+    cleaned = participant_fields(**fields)
+    _lock_roles(experiment, [cleaned["role"]])
+    if cleaned["order"] is None:
+        cleaned["order"] = experiment.participants.count()
+    return Participant.objects.create(experiment=experiment, **cleaned)
+
+
+@transaction.atomic
+def participants_create(*, experiment: Experiment, cleaned: list[dict]) -> list[Participant]:
+    """Several participants in one INSERT (an import): each from `participant_fields`
+    with its ``order`` given, no two with one role."""
+    _lock_roles(experiment, [fields["role"] for fields in cleaned])
+    return Participant.objects.bulk_create(
+        [Participant(experiment=experiment, **fields) for fields in cleaned]
+    )
+
+
+def _lock_roles(experiment: Experiment, roles: list[str]) -> None:
     # Lock the experiment so two concurrent creates of one role fail cleanly, not with 500.
     Experiment.objects.select_for_update().filter(pk=experiment.pk).first()
-    if experiment.participants.filter(role=role).exists():
-        raise ValidationError({"role": [f"Role {role!r} already exists in this experiment."]})
-    if order is None:
-        order = experiment.participants.count()
-    return Participant.objects.create(
-        experiment=experiment,
-        role=role,
-        kind=kind,
-        model=model,
-        bio=bio or "",
-        identity=identity or "",
-        secret=secret or "",
-        reveal_round=reveal_round,
-        order=order,
-        user=user,
-        temperature=temperature,
-        max_output_tokens=max_output_tokens,
-    )
+    taken = set(experiment.participants.filter(role__in=roles).values_list("role", flat=True))
+    for role in roles:  # the first taken, in the caller's order
+        if role in taken:
+            raise role_taken(role)

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 
 from campaigns.models import Experiment, LoreEntry, LoreRevision, Participant
-from campaigns.services.experiments import experiment_create, participant_create
+from campaigns.services.experiments import (
+    experiment_create,
+    participant_fields,
+    participants_create,
+    role_taken,
+)
 from campaigns.services.facts import facts_import
 from campaigns.services.transcripts.cleaning import clean_turns
 from campaigns.services.transcripts.common import (
@@ -62,8 +67,9 @@ def _import(data: object, owner) -> Experiment:
     dm_roles = tuple(
         experiment.participants.filter(kind=Participant.Kind.DM).values_list("role", flat=True)
     )
-    turn_ids = _import_turns(experiment, roles, dm_roles, _list(data, "turns"))
-    _import_lore(experiment, roles, turn_ids, _list(data, "lore", required=False))
+    items = _list(data, "turns")
+    lore = _LoreImport(experiment, roles, len(items), lambda: _list(data, "lore", required=False))
+    lore.write_sources(_import_turns(experiment, roles, dm_roles, items, lore.write_entries))
     facts_import(experiment=experiment, roles=roles, items=_list(data, "facts", required=False))
     # The clock stands at the transcript's last round (an import is the DM side's act);
     # every turn was validated above, so each has a whole-number round.
@@ -106,14 +112,16 @@ def _text(item: dict, key: str, prefix: str) -> str:
 
 
 def _import_participants(experiment: Experiment, items: list) -> set[str]:
+    """Every participant validated as `participant_create` does, then one INSERT."""
+    cleaned: list[dict] = []
+    roles: set[str] = set()
     for index, item in enumerate(items):
         prefix = f"participants[{index}]."
         if not isinstance(item, dict):
             raise ValidationError({prefix.rstrip("."): ["Must be an object."]})
         reject_unknown(item, PARTICIPANT_KEYS, prefix)
         try:
-            participant_create(
-                experiment=experiment,
+            fields = participant_fields(
                 role=item.get("role"),
                 kind=item.get("kind", Participant.Kind.PLAYER),
                 model=item.get("model", "human"),
@@ -123,13 +131,22 @@ def _import_participants(experiment: Experiment, items: list) -> set[str]:
                 reveal_round=item.get("reveal_round"),
                 order=item.get("order", index),
             )
+            if fields["role"] in roles:
+                raise role_taken(fields["role"])
         except ValidationError as exc:
             raise prefix_errors(exc, prefix) from None
-    return set(experiment.participants.values_list("role", flat=True))
+        roles.add(fields["role"])
+        cleaned.append(fields)
+    participants_create(experiment=experiment, cleaned=cleaned)
+    return roles
 
 
 def _import_turns(
-    experiment: Experiment, roles: set[str], dm_roles: tuple[str, ...], items: list
+    experiment: Experiment,
+    roles: set[str],
+    dm_roles: tuple[str, ...],
+    items: list,
+    validated: Callable[[], None],
 ) -> Sequence[int]:
     """Validate every turn, then write them all, chunk by chunk as their tokens are counted.
 
@@ -145,6 +162,9 @@ def _import_turns(
       full-text rows need neither validation nor counts (the ids are assigned here):
       they are written while the turns validate; then each chunk of turns is inserted as
       soon as its counts are in.
+
+    ``validated()`` runs once every turn has validated and before the first turn row is
+    written: the lore's entries are written there, while the helpers count.
     """
     if not items:
         return []
@@ -152,57 +172,85 @@ def _import_turns(
     texts = turn_texts(items)
     counts = counting(texts)
     if connection.vendor == "postgresql":
-        return pg_insert(experiment.pk, clean_turns(roles, dm_roles, items, limit), counts)
+        rows = clean_turns(roles, dm_roles, items, limit)
+        validated()
+        return pg_insert(experiment.pk, rows, counts)
     return sqlite_insert(
-        experiment.pk, texts, counts, lambda: clean_turns(roles, dm_roles, items, limit)
+        experiment.pk,
+        texts,
+        counts,
+        lambda: clean_turns(roles, dm_roles, items, limit),
+        validated,
     )
 
 
-def _import_lore(
-    experiment: Experiment, roles: set[str], turn_ids: Sequence[int], items: list
-) -> None:
-    """Validate every entry, then three bulk inserts: entries, source links, revisions."""
-    from context_engine.memory.extraction import merge_key
+class _LoreImport:
+    """The transcript's lore: every entry validated, then three bulk inserts (entries,
+    revisions, and links to their source turns).
 
-    entries, sources_of, seen = [], [], set()
-    for index, item in enumerate(items):
-        prefix = f"lore[{index}]."
-        if not isinstance(item, dict):
-            raise ValidationError({prefix.rstrip("."): ["Must be an object."]})
-        reject_unknown(item, LORE_KEYS, prefix)
-        fields = _lore_fields(item, roles, len(turn_ids), prefix)
-        sources = fields.pop("source_turns")
-        key = merge_key(fields["term"])
-        if (key, fields["audience_key"]) in seen:
-            raise ValidationError({f"{prefix}term": ["Duplicate term for the same audience."]})
-        seen.add((key, fields["audience_key"]))
-        entries.append(LoreEntry(experiment=experiment, key=key, **fields))
-        sources_of.append(sources)
-    if not entries:
-        return
-    LoreEntry.objects.bulk_create(entries, batch_size=500)
-    if any(entry.pk is None for entry in entries):  # pragma: no cover - both vendors return ids
-        raise RuntimeError("bulk_create did not return lore ids")
-    Through = LoreEntry.source_turns.through
-    Through.objects.bulk_create(
-        [
-            Through(loreentry_id=entry.pk, turn_id=turn_ids[i])
-            for entry, sources in zip(entries, sources_of, strict=True)
+    The entries and revisions need no turn ids: on PostgreSQL they are written before the
+    turns' COPY, while the helpers count tokens; the links, which do, after it. The
+    list is read only when the turns have validated, so a bad turn is the error
+    reported first either way.
+    """
+
+    def __init__(self, experiment: Experiment, roles: set[str], turn_count: int, items_of):
+        self.experiment, self.roles, self.turn_count = experiment, roles, turn_count
+        self.items_of = items_of
+        self.entries: list[LoreEntry] | None = None
+        self.sources_of: list[list[int]] = []
+
+    def write_entries(self) -> None:
+        from context_engine.memory.extraction import merge_key
+
+        if self.entries is not None:
+            return
+        entries, seen = [], set()
+        for index, item in enumerate(self.items_of()):
+            prefix = f"lore[{index}]."
+            if not isinstance(item, dict):
+                raise ValidationError({prefix.rstrip("."): ["Must be an object."]})
+            reject_unknown(item, LORE_KEYS, prefix)
+            fields = _lore_fields(item, self.roles, self.turn_count, prefix)
+            sources = fields.pop("source_turns")
+            key = merge_key(fields["term"])
+            if (key, fields["audience_key"]) in seen:
+                raise ValidationError({f"{prefix}term": ["Duplicate term for the same audience."]})
+            seen.add((key, fields["audience_key"]))
+            entries.append(LoreEntry(experiment=self.experiment, key=key, **fields))
+            self.sources_of.append(sources)
+        self.entries = entries
+        if not entries:
+            return
+        LoreEntry.objects.bulk_create(entries, batch_size=500)
+        if any(entry.pk is None for entry in entries):  # pragma: no cover - both return ids
+            raise RuntimeError("bulk_create did not return lore ids")
+        LoreRevision.objects.bulk_create(
+            [
+                LoreRevision(
+                    entry=entry,
+                    actor="import",
+                    changes={"definition": ["", entry.definition], "status": ["", entry.status]},
+                )
+                for entry in entries
+            ],
+            batch_size=500,
+        )
+
+    def write_sources(self, turn_ids: Sequence[int]) -> None:
+        self.write_entries()
+        links = [
+            (entry.pk, turn_ids[i])
+            for entry, sources in zip(self.entries, self.sources_of, strict=True)
             for i in sources
-        ],
-        batch_size=1000,
-    )
-    LoreRevision.objects.bulk_create(
-        [
-            LoreRevision(
-                entry=entry,
-                actor="import",
-                changes={"definition": ["", entry.definition], "status": ["", entry.status]},
-            )
-            for entry in entries
-        ],
-        batch_size=500,
-    )
+        ]
+        if not links:
+            return
+        Through = LoreEntry.source_turns.through
+        Through.objects.bulk_create(
+            [Through(loreentry_id=entry_id, turn_id=turn_id) for entry_id, turn_id in links],
+            batch_size=1000,
+        )
 
 
 def _lore_fields(item: dict, roles: set[str], turn_count: int, prefix: str) -> dict:

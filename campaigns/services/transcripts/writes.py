@@ -121,9 +121,12 @@ def _copy_rows(chunk: list[tuple]):
         )
 
 
-def sqlite_insert(pk: int, texts: list[str], counts: Iterator[list[int]], clean) -> Sequence[int]:
-    """Full-text rows (while ``clean()`` validates the turns), then multi-row INSERTs of
-    the turns with ids assigned here, each chunk as soon as its counts are in.
+def sqlite_insert(
+    pk: int, texts: list[str], counts: Iterator[list[int]], clean, validated
+) -> Sequence[int]:
+    """Full-text rows (while ``clean()`` validates the turns), ``validated()`` once both
+    are done, then multi-row INSERTs of the turns with ids assigned here, each chunk as
+    soon as its counts are in.
 
     The ids continue the table's AUTOINCREMENT sequence: this transaction already holds
     SQLite's single write lock (it created the experiment), so no other connection can
@@ -143,6 +146,7 @@ def sqlite_insert(pk: int, texts: list[str], counts: Iterator[list[int]], clean)
             fts = writer.submit(_sqlite_fts_insert, raw, pk, ids, texts)
             rows = clean()
             trigger = fts.result()
+        validated()  # the connection is this thread's again
         limit = raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
         per_statement = max(1, min(CHUNK, limit // (_TURN_COLUMN_COUNT + 1)))
         statements: dict[int, str] = {}

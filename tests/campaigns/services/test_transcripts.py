@@ -88,6 +88,32 @@ def test_a_bad_file_stores_nothing_and_names_the_element_and_field(path, value, 
     assert _counts() == before
 
 
+def test_a_bad_turn_is_reported_before_bad_lore_and_nothing_is_stored():
+    """The lore's entries are written before the turns (while their tokens are counted),
+    but only once every turn has validated."""
+    data = _bad(("turns", 3, "speaker"), "Nobody")
+    data["lore"] = "not a list"
+    before = _counts()
+    with pytest.raises(ValidationError) as caught:
+        transcripts.import_transcript(data=data)
+    assert list(caught.value.message_dict) == ["turns[3].speaker"]
+    assert _counts() == before
+
+
+def test_a_participant_named_twice_is_refused_with_its_index():
+    data = copy.deepcopy(demo.transcript())
+    data["participants"].append(dict(data["participants"][1], order=9))
+    before = _counts()
+    with pytest.raises(ValidationError) as caught:
+        transcripts.import_transcript(data=data)
+    index = len(data["participants"]) - 1
+    role = data["participants"][1]["role"]
+    assert caught.value.message_dict == {
+        f"participants[{index}].role": [f"Role {role!r} already exists in this experiment."]
+    }
+    assert _counts() == before
+
+
 def test_invalid_json_is_a_validation_error_not_a_crash():
     with pytest.raises(ValidationError) as caught:
         transcripts.loads("{not json")
