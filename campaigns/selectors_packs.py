@@ -14,7 +14,7 @@ are still text (decode with `precompiled.json_value`).
 from __future__ import annotations
 
 from django.db import connection
-from django.db.models import Q, Subquery, Value
+from django.db.models import BooleanField, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from campaigns import selectors
@@ -355,7 +355,6 @@ def _pg_search(key, viewer, before_round, limit, columns) -> Precompiled:
     ``limit`` readable matches the single query would give, visibility applied to both
     tiers by the same selector-built SQL.
     """
-    from django.db.models import BooleanField
     from django.db.models.expressions import RawSQL
 
     def tier(slots, round_from, round_to):

@@ -63,9 +63,10 @@ def _import(data: object, owner) -> Experiment:
     if data.get("format", FORMAT) != FORMAT:
         raise ValidationError({"format": [f"Unsupported format; expected {FORMAT!r}."]})
     experiment = _import_experiment(data.get("experiment"), owner)
-    roles = _import_participants(experiment, _list(data, "participants"))
+    participants = _import_participants(experiment, _list(data, "participants"))
+    roles = {participant.role for participant in participants}
     dm_roles = tuple(
-        experiment.participants.filter(kind=Participant.Kind.DM).values_list("role", flat=True)
+        participant.role for participant in participants if participant.kind == Participant.Kind.DM
     )
     items = _list(data, "turns")
     lore = _LoreImport(experiment, roles, len(items), lambda: _list(data, "lore", required=False))
@@ -111,10 +112,10 @@ def _text(item: dict, key: str, prefix: str) -> str:
     return value
 
 
-def _import_participants(experiment: Experiment, items: list) -> set[str]:
+def _import_participants(experiment: Experiment, items: list) -> list[Participant]:
     """Every participant validated as `participant_create` does, then one INSERT."""
     cleaned: list[dict] = []
-    roles: set[str] = set()
+    seen: set[str] = set()
     for index, item in enumerate(items):
         prefix = f"participants[{index}]."
         if not isinstance(item, dict):
@@ -131,14 +132,13 @@ def _import_participants(experiment: Experiment, items: list) -> set[str]:
                 reveal_round=item.get("reveal_round"),
                 order=item.get("order", index),
             )
-            if fields["role"] in roles:
+            if fields["role"] in seen:
                 raise role_taken(fields["role"])
         except ValidationError as exc:
             raise prefix_errors(exc, prefix) from None
-        roles.add(fields["role"])
+        seen.add(fields["role"])
         cleaned.append(fields)
-    participants_create(experiment=experiment, cleaned=cleaned)
-    return roles
+    return participants_create(experiment=experiment, cleaned=cleaned)
 
 
 def _import_turns(
