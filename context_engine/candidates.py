@@ -43,7 +43,8 @@ class View:
     state_fields: tuple[StateFieldView, ...]
     digest: DigestView | None
     strategic_summary: DigestView | None
-    retrieval_turns: tuple[TurnView, ...]  # readable search hits, in full-text rank order
+    retrieval_turns: tuple[TurnView, ...]  # readable ranked hits, best first
+    retrieval_context: tuple[TurnView, ...]  # readable neighbours of the hits
     cut: Cut | None
     events: tuple[TrimEvent, ...] = field(default=())
     pinned: tuple = ()  # readable results of the role's own active retrieval (TurnView|LoreView)
@@ -135,15 +136,13 @@ def gather(inp: PackInput, *, keep_all_monologues: bool = False) -> View:
     digest = inp.digest
     if digest is not None and not can_read(digest.audience, role, omniscient=omniscient):
         digest = None
-    seen = {t.id for t in ordered}
-    # Kept in the caller's order: that is the full-text rank, the retrieval tie-breaker.
-    extra = tuple(
-        t
-        for t in inp.retrieval_turns
-        if t.id not in seen
-        and readable_turn(t, role, omniscient)
-        and (omniscient or t.kind != "monologue")
-    )
+
+    def retrievable(t: TurnView) -> bool:
+        return readable_turn(t, role, omniscient) and (omniscient or t.kind != "monologue")
+
+    # Kept in the caller's order: that is the rank, best first.
+    extra = tuple(t for t in inp.retrieval_turns if retrievable(t))
+    around = tuple(t for t in inp.retrieval_context if retrievable(t))
     pinned = tuple(
         item
         for item in inp.pinned_retrieval
@@ -168,6 +167,7 @@ def gather(inp: PackInput, *, keep_all_monologues: bool = False) -> View:
         digest=digest,
         strategic_summary=strategic,
         retrieval_turns=extra,
+        retrieval_context=around,
         cut=command_cut(inp.events),
         events=tuple(events),
     )

@@ -29,7 +29,11 @@ CUTTING_COMMANDS = ("checkpoint", "clear")
 STRUCTURED_WINDOW_TURNS = 4
 TRIAGE_FULL_TURNS = 3
 TRIAGE_BULLET_UNTIL = 10
-RETRIEVAL_CANDIDATE_FACTOR = 3
+# layered: besides its window, the newest turns a pack may extend its recent window with
+# when retrieval leaves budget unused (lending, SPEC §5): about one turn per this many
+# tokens of the total budget, at most `LENDING_TURNS_MAX`.
+LENDING_TOKENS_PER_TURN = 60
+LENDING_TURNS_MAX = 160
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,9 @@ def history_needs(
 def _needs(config: PackConfig, current_round: int) -> HistoryNeeds:
     cut_seq = None
     window_from = current_round - config.hot_window_rounds + 1
-    preset_turns = {"minimal": 1, "standard": 2, "deep": 5}.get(config.retrieval_preset, 2)
+    from context_engine.retrieval import preset
+
+    hits = preset(config.retrieval_preset)
     strategy = config.strategy
     if strategy == "full_history":
         return HistoryNeeds(full=True, cut_seq=cut_seq)
@@ -101,16 +107,24 @@ def _needs(config: PackConfig, current_round: int) -> HistoryNeeds:
         return HistoryNeeds(
             from_round=window_from,
             monologue_count=2,
-            retrieval_candidates=preset_turns * RETRIEVAL_CANDIDATE_FACTOR,
+            retrieval_candidates=hits.hits,
+            retrieval_neighbours=hits.neighbours,
             cut_seq=cut_seq,
         )
     if strategy == "layered":
         hinge_from = current_round - config.hinge_ttl_rounds if config.hinge_quota > 0 else None
+        lending = (
+            min(config.total_budget // LENDING_TOKENS_PER_TURN, LENDING_TURNS_MAX)
+            if config.lend_unused_budget
+            else 0
+        )
         return HistoryNeeds(
             from_round=window_from,
             hinge_from_round=hinge_from,
+            last_turns=lending,
             monologue_count=2,
-            retrieval_candidates=preset_turns * RETRIEVAL_CANDIDATE_FACTOR,
+            retrieval_candidates=hits.hits,
+            retrieval_neighbours=hits.neighbours,
             cut_seq=cut_seq,
         )
     raise ValueError(f"Unknown strategy {strategy!r}.")

@@ -27,7 +27,7 @@ def build_pack(inp: PackInput) -> Pack:
         raise ValueError(f"Unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}.")
     view = gather(inp, keep_all_monologues=strategy == "full_history")
     draft = STRATEGY_BUILDERS[strategy](inp, view)
-    touched = {event.section for event in draft.events if event.cause != "window"}
+    touched = {e.section for e in draft.events if e.cause in ("budget", "strain")}
     sections: list[Section] = []
     for name in SECTION_NAMES:
         section = draft.sections[name]

@@ -81,6 +81,7 @@ def pack_to_dict(pack: Pack, *, debug: bool = False) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "name": s.name,
             "budget": s.budget,
+            "borrowed": s.borrowed,
             "tokens": s.tokens,
             "text": s.text,
             "trimmed": s.trimmed,
@@ -128,12 +129,13 @@ def render_debug(pack: Pack) -> str:
         f"tokens {pack.total_tokens} / budget {pack.budget}; untrimmed {pack.untrimmed_tokens}; "
         f"pressure {pack.pressure:.4f}; strain {pack.strain}",
         "",
-        f"{'section':<10} {'budget':>7} {'tokens':>7}  {'trimmed':<7}  items",
+        f"{'section':<10} {'budget':>7} {'lent':>6} {'tokens':>7}  {'trimmed':<7}  items",
     ]
     for s in pack.sections:
         flag = "yes" if s.trimmed else "no"
-        out.append(f"{s.name:<10} {s.budget:>7} {s.tokens:>7}  {flag:<7}  {len(s.items)}")
-    out.append(f"{'total':<10} {pack.budget:>7} {pack.total_tokens:>7}")
+        lent = f"+{s.borrowed}" if s.borrowed else ""
+        out.append(f"{s.name:<10} {s.budget:>7} {lent:>6} {s.tokens:>7}  {flag:<7}  {len(s.items)}")
+    out.append(f"{'total':<10} {pack.budget:>7} {'':>6} {pack.total_tokens:>7}")
     out.append("")
     out.append(f"Trim log ({len(pack.trim_log)}):")
     if not pack.trim_log:

@@ -1,58 +1,119 @@
-"""Passive retrieval (SPEC §5.8): dormant facts that match the input or the window.
+"""Passive retrieval (SPEC §5.8): the older turns and lore that answer the current input.
 
-Pure keyword ranking over candidates the reader may already see (the `View` filtered
-them): lore entries that the frozen section did not define in full, archived (cold)
-state fields, and older turns (search hits from the database, in full-text rank order,
-plus older candidate turns the loader happened to pass). Score:
+Candidates are only what the reader may already see (the `View` filtered them):
 
-    3 × shared input keywords + 2 × lore terms named + 1 × shared names from the window
+- turns: the caller's ranked hits (`View.retrieval_turns`, best first: BM25 over the
+  role's readable turns, `context_engine.ranking`, computed by the loader from the
+  database's full-text index or by the Arena's replay in memory), each followed by its
+  neighbouring readable turns (`View.retrieval_context`), the exchange around an answer;
+- facts: lore entries the frozen section did not define in full and archived (cold)
+  state fields, ranked by BM25 against the same query.
 
-Keywords come first, then the full-text rank, then recency; anything scoring 0 is not
-retrieved. Presets pick how many of each: minimal 1 lore + 1 turn, standard 2 + 2,
-deep 3 + 5 ("lore" includes archived state fields).
+Priority, highest first: the role's own pinned /search, /lore, /timeline results, the
+preset's quota of facts, then each turn hit followed by its neighbours. When the budget
+is short the lowest priority goes first; what stays renders pinned, facts, then turns in
+story order (round numbers in every line). Nothing already in the recent window is
+retrieved again. Retrieval stays on at every strain tier: it is a local index read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from context_engine import strain, textops, tokens
-from context_engine.lines import Entry, lore_line, turn_entry
+from context_engine import ranking, strain, textops, tokens
+from context_engine.lines import lore_line, turn_entry
+from context_engine.memory.vocabulary import zipf
 from context_engine.state import field_line
 from context_engine.trimming import Line, assemble
-from context_engine.types import LoreView, PackItem, Section, StateFieldView, TrimEvent, TurnView
-
-PRESETS = {"minimal": (1, 1), "standard": (2, 2), "deep": (3, 5)}
-SNIPPET_TOKENS = 120
-HEADER = "## Retrieved memories (older facts matching the current input)"
+from context_engine.types import (
+    LoreView,
+    PackItem,
+    ParticipantView,
+    Section,
+    StateFieldView,
+    TrimEvent,
+    TurnView,
+)
 
 
 @dataclass(frozen=True)
-class Query:
-    input_words: frozenset[str]
-    terms: tuple[str, ...]  # lore terms named in the input or the window (lower-case)
-    names: frozenset[str]  # capitalised names seen in the window
-    input_lower: str = ""
-
-    def score(self, text: str) -> int:
-        if not text:
-            return 0
-        words = textops.terms_of(text)
-        lower = text.lower()
-        named = sum(1 for term in self.terms if textops.mentions(term, lower))
-        return 3 * len(self.input_words & words) + 2 * named + len(self.names & words)
+class Preset:
+    facts: int  # lore entries / archived state fields
+    hits: int  # ranked turns the loader fetches (each with its neighbours)
+    neighbours: int  # readable turns on each side of a hit
 
 
-def make_query(input_text: str, window_texts: list[str], named_terms: list[str]) -> Query:
-    names: set[str] = set()
-    for text in window_texts:
-        names |= textops.names_of(text)
-    return Query(
-        input_words=frozenset(textops.keywords(input_text)),
-        terms=tuple(sorted({t.lower() for t in named_terms})),
-        names=frozenset(names),
-        input_lower=input_text.lower(),
+PRESETS = {
+    "minimal": Preset(facts=1, hits=8, neighbours=0),
+    "standard": Preset(facts=2, hits=40, neighbours=1),
+    "deep": Preset(facts=3, hits=80, neighbours=2),
+}
+CONTEXT_TURNS = 4  # the newest turns whose rarer words join the query
+SNIPPET_TOKENS = 300  # a longer retrieved turn is cut to this
+HEADER = "## Retrieved memories (older turns and facts matching the current input)"
+
+
+def preset(name: str) -> Preset:
+    return PRESETS.get(name, PRESETS["standard"])
+
+
+def context_texts(turns: Sequence[TurnView]) -> list[str]:
+    """The newest `CONTEXT_TURNS` turns' texts (no monologues), oldest first: what the
+    scene is about. ``turns`` must be readable; the loader and the replay pass the
+    window they loaded, the engine its `View`, so all three build the same query."""
+    newest = sorted((t for t in turns if t.kind != "monologue" and t.content), key=lambda t: t.seq)
+    return [t.content for t in newest[-CONTEXT_TURNS:]]
+
+
+def query_for(
+    input_text: str, turns: Sequence[TurnView], participants: Sequence[ParticipantView]
+) -> ranking.Query:
+    """The retrieval query of one pack (the same in the loader, the replay and here)."""
+    return ranking.make_query(
+        input_text, context_texts(turns), [p.role for p in participants], zipf=zipf
     )
+
+
+def ranked_hits(
+    query: ranking.Query,
+    postings: dict[str, Sequence[ranking.Posting]],
+    before_round: int | None,
+    rounds: dict[int, int],
+    limit: int,
+) -> list[int]:
+    """Ids of the ``limit`` best-ranked turns older than ``before_round`` (the window's
+    first round; ``rounds`` maps the postings' turn ids to their rounds). The loader and
+    the replay both take their hits here, so they rank alike."""
+    ranked = ranking.rank_postings(query, postings)
+    if before_round is not None:
+        ranked = [s for s in ranked if rounds[s.turn_id] < before_round]
+    return [s.turn_id for s in ranked[:limit]]
+
+
+def search_memory(
+    query: ranking.Query,
+    turns: Sequence[TurnView],
+    preset_name: str,
+    before_round: int | None,
+) -> tuple[tuple[TurnView, ...], tuple[TurnView, ...]]:
+    """(hits, their neighbours) from ``turns`` in memory: what the loader reads from the
+    database for a pack, for callers that hold the whole readable history (the Arena's
+    replay, tests). ``turns`` must be exactly what the role may read."""
+    shown = sorted((t for t in turns if t.kind != "monologue"), key=lambda t: (t.seq, t.id))
+    if not query or not shown:
+        return (), ()
+    docs = [(t.id, t.seq, t.content, t.tokens or textops.count(t.content)) for t in shown]
+    postings = ranking.postings_of(query, docs)
+    chosen = preset(preset_name)
+    ids = ranked_hits(query, postings, before_round, {t.id: t.round for t in shown}, chosen.hits)
+    index = {t.id: i for i, t in enumerate(shown)}
+    hits = tuple(shown[index[i]] for i in ids)
+    around: dict[int, TurnView] = {}
+    for hit in hits:
+        for turn in _neighbours(hit, shown, index, chosen.neighbours):
+            around[turn.id] = turn
+    return hits, tuple(sorted(around.values(), key=lambda t: t.seq))
 
 
 @dataclass(frozen=True)
@@ -61,84 +122,92 @@ class Hit:
     ref: str
     kind: str  # lore | state | turn
     cost: int
+    seq: int = 0  # story order of a turn hit
+    group: int = 2  # 0 pinned · 1 facts · 2 turns (render order)
 
 
-def _snippet(entry: Entry) -> tuple[str, int]:
-    if entry.cost <= SNIPPET_TOKENS:
-        return entry.line, entry.cost
-    cut = tokens.truncate(entry.line, SNIPPET_TOKENS - 1) + "…"
-    return cut, textops.count(cut) + 1
+def _turn_hit(turn: TurnView, group: int = 2) -> Hit:
+    entry = turn_entry(turn)
+    line, cost = entry.line, entry.cost
+    if cost > SNIPPET_TOKENS:
+        line = tokens.truncate(entry.line, SNIPPET_TOKENS - 1) + "…"
+        cost = textops.count(line) + 1
+    return Hit(line, f"turn:{turn.id}", "turn", cost, turn.seq, group)
 
 
-def rank(
-    query: Query,
-    preset: str | None,
-    lore: list[LoreView],
-    cold_fields: list[StateFieldView],
-    older_turns: list[TurnView],
-    search_hits: tuple[TurnView, ...],
-    pinned: tuple[TurnView | LoreView, ...] = (),
+def _facts(
+    query: ranking.Query, quota: int, lore: list[LoreView], cold_fields: list[StateFieldView]
 ) -> list[Hit]:
-    """The hits to show, best first: pinned results of the agent's own /search, /lore or
-    /timeline (active retrieval, shown even when strain turns passive retrieval off),
-    then lore/state picks, then turn picks."""
-    pinned_hits: list[Hit] = []
-    pinned_ids: set[int] = set()
-    for item in pinned:
-        if isinstance(item, LoreView):
-            line = lore_line(item)
-            pinned_hits.append(Hit(line, f"lore:{item.id}", "lore", textops.count(line) + 1))
-        else:
-            line, cost = _snippet(turn_entry(item))
-            pinned_hits.append(Hit(line, f"turn:{item.id}", "turn", cost))
-            pinned_ids.add(item.id)
-    if preset is None:
-        return pinned_hits
-    lore_quota, turn_quota = PRESETS.get(preset, PRESETS["standard"])
-    facts: list[tuple[tuple, LoreView | StateFieldView]] = []
-    for entry in lore:
-        score = query.score(f"{entry.term} {entry.definition}")
-        if textops.mentions(entry.term, query.input_lower):
-            score += 3
-        if score > 0:
-            facts.append(((-score, -entry.last_seen_round, entry.term.lower(), entry.id), entry))
-    for field in cold_fields:
-        score = query.score(f"{field.name.replace('_', ' ')} {field.value}")
-        if score > 0:
-            facts.append(((-score, -field.last_mutated_round, field.name, 0), field))
-    facts.sort(key=lambda pair: pair[0])
-    fact_hits = []
-    for _, fact in facts[:lore_quota]:
+    if quota <= 0 or not query or not (lore or cold_fields):
+        return []
+    docs: list[tuple[object, str]] = [(entry, f"{entry.term} {entry.definition}") for entry in lore]
+    docs += [(field, f"{field.name.replace('_', ' ')} {field.value}") for field in cold_fields]
+    text = " ".join(t.word for t in query.terms)
+    hits = []
+    for fact, _ in ranking.Bm25Index(docs).rank(text)[:quota]:
         if isinstance(fact, LoreView):
             line, ref, kind = lore_line(fact), f"lore:{fact.id}", "lore"
         else:
             line, ref, kind = field_line(fact) + " [archived]", f"state:{fact.name}", "state"
-        fact_hits.append(Hit(line, ref, kind, textops.count(line) + 1))
+        hits.append(Hit(line, ref, kind, textops.count(line) + 1, group=1))
+    return hits
 
-    turns: list[tuple[tuple, TurnView]] = []
-    seen: set[int] = set(pinned_ids)
-    ranked_sources = [(position, t) for position, t in enumerate(search_hits)]
-    ranked_sources += [(len(search_hits), t) for t in older_turns]
-    for position, turn in ranked_sources:
-        if turn.id in seen:
-            continue
-        seen.add(turn.id)
-        score = query.score(turn.content)
-        if score > 0:
-            turns.append(((-score, position, -turn.seq, turn.id), turn))
-    turns.sort(key=lambda pair: pair[0])
-    picked = []
-    for _, turn in turns[:turn_quota]:
-        line, cost = _snippet(turn_entry(turn))
-        picked.append(Hit(line, f"turn:{turn.id}", "turn", cost))
-    return pinned_hits + fact_hits + picked
+
+def _neighbours(hit: TurnView, known: list[TurnView], index: dict[int, int], count: int) -> list:
+    """The ``count`` nearest readable turns on each side of ``hit``, nearest first."""
+    at = index[hit.id]
+    out: list[TurnView] = []
+    for distance in range(1, count + 1):
+        for position in (at + distance, at - distance):  # the reply first, then the cue
+            if 0 <= position < len(known):
+                out.append(known[position])
+    return out
+
+
+def rank(
+    query: ranking.Query,
+    preset_name: str,
+    lore: list[LoreView],
+    cold_fields: list[StateFieldView],
+    hits: Sequence[TurnView],
+    known: Sequence[TurnView],
+    exclude: set[str],
+    pinned: Sequence[TurnView | LoreView] = (),
+) -> list[Hit]:
+    """The candidates in priority order (see the module doc).
+
+    ``hits`` are ranked turns (best first); ``known`` every readable turn the caller
+    loaded (window, hits, their neighbours), in which a hit's neighbours are found;
+    ``exclude`` the refs already in the pack (the recent window).
+    """
+    out: list[Hit] = []
+    placed: set[str] = set(exclude)
+    for item in pinned:
+        if isinstance(item, LoreView):
+            line = lore_line(item)
+            out.append(Hit(line, f"lore:{item.id}", "lore", textops.count(line) + 1, group=0))
+        else:
+            out.append(_turn_hit(item, group=0))
+        placed.add(out[-1].ref)
+    chosen = preset(preset_name)
+    out += [h for h in _facts(query, chosen.facts, lore, cold_fields) if h.ref not in placed]
+    ordered = sorted({t.id: t for t in known}.values(), key=lambda t: (t.seq, t.id))
+    index = {t.id: i for i, t in enumerate(ordered)}
+    for hit in hits[: chosen.hits]:
+        around = _neighbours(hit, ordered, index, chosen.neighbours) if hit.id in index else []
+        for turn in (hit, *around):
+            ref = f"turn:{turn.id}"
+            if ref not in placed:
+                placed.add(ref)
+                out.append(_turn_hit(turn))
+    return out
 
 
 def section(name: str, budget: int, hits: list[Hit]) -> tuple[Section, list[TrimEvent], list[str]]:
-    """Fit hits best-first; the lowest-ranked go first when over budget."""
+    """Fit hits by priority; render pinned, facts, then turns in story order."""
     lines = [
         Line(
-            order=(index,),
+            order=(hit.group, hit.seq if hit.group == 2 else index),
             text=hit.line,
             item=PackItem(hit.kind, hit.ref, hit.cost),
             cost=hit.cost,
@@ -171,7 +240,7 @@ def pin_warnings(
             f"Pinned retrieval needs {own_need} tokens, over the retrieval budget of "
             f"{retrieval_budget}: the lowest-ranked pinned snippets are cut."
         )
-    without = untrimmed - need(hits) + need(hits[pinned:])
+    without = untrimmed - own_need  # the pack's need counts pinned results in full
     before, after = strain.tier(without, total_budget), strain.tier(untrimmed, total_budget)
     if strain.TIERS.index(after) > strain.TIERS.index(before):
         warnings.append(

@@ -1,6 +1,7 @@
 """Memory strain (SPEC §5.2): pressure, tiers, and what each tier changes.
 
-pressure = tokens the pack would need untrimmed ÷ total budget. The tier is decided in
+pressure = tokens the pack needs once the transcript is trimmed to its share ÷ total
+budget (the strategies compute the need). The tier is decided in
 integer arithmetic so the boundaries are exact (0.70 is Strain I, not normal):
 
     < 0.70 normal · [0.70, 0.85) strain_1 · [0.85, 0.95) strain_2 · >= 0.95 strain_3
@@ -8,13 +9,16 @@ integer arithmetic so the boundaries are exact (0.70 is Strain I, not normal):
 Effects (applied by the ``layered`` and ``tiered`` strategies; the fixed-shape
 baselines only report the tier):
 
-- strain_1: the recent window loses its 2 oldest turns; passive retrieval ``minimal``.
+- strain_1: the recent window loses its 2 oldest turns.
 - strain_2: the older half of the window becomes one deterministic scene recap
-  paragraph; passive retrieval off.
+  paragraph.
 - strain_3: the window is the last ``STRAIN3_WINDOW`` turns (down to
   ``STRAIN3_MIN_WINDOW`` when the digest needs the room: the digest is prioritised),
-  hinge anchors leave (the digest's Hinge Index holds them), passive retrieval off,
-  and the engine inserts `NOTICE` — the model is told, not trusted to notice.
+  hinge anchors leave (the digest's Hinge Index holds them), and the engine inserts
+  `NOTICE` — the model is told, not trusted to notice.
+
+What a tier frees goes to the digest and, by lending, to ranked retrieval: retrieval
+stays on at every tier (a local index read, not a model-run search).
 """
 
 from __future__ import annotations
@@ -54,15 +58,6 @@ def tier(untrimmed: int, total_budget: int) -> str:
 
 def pressure(untrimmed: int, total_budget: int) -> float:
     return untrimmed / total_budget if total_budget > 0 else float(untrimmed > 0)
-
-
-def retrieval_preset(configured: str, strain: str) -> str | None:
-    """Passive retrieval obeys strain: minimal at I, off (None) at II and III."""
-    if strain == "strain_1":
-        return "minimal"
-    if strain in ("strain_2", "strain_3"):
-        return None
-    return configured
 
 
 def scene_recap(entries: list[Entry]) -> str:

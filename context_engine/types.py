@@ -150,7 +150,7 @@ class PackConfig:
     hinge_quota: int = 3
     hinge_ttl_rounds: int = 10
     retrieval_preset: str = "standard"  # minimal | standard | deep
-    lend_unused_budget: bool = False
+    lend_unused_budget: bool = True  # shares, not walls (SPEC §5); False for a study
     show_whisper_existence: bool = False
     window_turns: int = 12  # sliding_window strategy: the last N visible turns
     # tiered strategy: token budgets of the hot / warm / cold bundles. Empty means
@@ -172,9 +172,11 @@ class HistoryNeeds:
     The loader takes the union of: every visible turn when ``full``; visible turns with
     ``round >= from_round``; hinge turns with ``round >= hinge_from_round``; the last
     ``last_turns`` visible turns *not counting the role's own monologues*; the role's
-    own last ``monologue_count`` monologues; up to ``retrieval_candidates`` older turns
-    matching the input (full-text search, passed as ``PackInput.retrieval_turns`` in
-    rank order). ``None`` means "nothing by that rule". The engine re-filters whatever
+    own last ``monologue_count`` monologues; the ``retrieval_candidates`` best-ranked
+    readable turns for the retrieval query (`context_engine.retrieval.query_for`, BM25,
+    passed as ``PackInput.retrieval_turns`` best first) and the ``retrieval_neighbours``
+    nearest readable turns on each side of each (``PackInput.retrieval_context``).
+    ``None`` means "nothing by that rule". The engine re-filters whatever
     it is given, so loading more is safe; loading less changes the pack.
     """
 
@@ -184,6 +186,7 @@ class HistoryNeeds:
     last_turns: int = 0
     monologue_count: int = 0
     retrieval_candidates: int = 0
+    retrieval_neighbours: int = 0  # readable turns on each side of every retrieval hit
     cut_seq: int | None = None  # seq of the last /checkpoint or /clear, if any
     # show_whisper_existence: also load whispers the role may NOT read in the same
     # ranges (for ``last_turns``: seq >= the oldest of those turns); the engine renders
@@ -213,6 +216,7 @@ class PackInput:
     strategic_summary: DigestView | None = None  # the agent's own condensed monologues
     world_state: WorldStateView = field(default_factory=WorldStateView)
     retrieval_turns: tuple[TurnView, ...] = ()
+    retrieval_context: tuple[TurnView, ...] = ()  # the hits' neighbouring turns
     events: tuple[ContextEventView, ...] = ()
     # Results of the role's own /search, /lore, /timeline, for its next pack (filtered
     # again for the role here, like everything else).
@@ -237,7 +241,8 @@ class TrimEvent:
     tokens_saved: int = 0
     # budget: cut to fit a cap · strain: a memory-strain effect (§5.2) · window: the
     # strategy's window policy (older than the window, command cuts, monologue rule,
-    # hinge quota/TTL, condensed tiers). Only budget and strain mark a section trimmed,
+    # hinge quota/TTL, condensed tiers) · lending: unused budget lent to this section
+    # (SPEC §5: shares, not walls). Only budget and strain mark a section trimmed,
     # so ``trimmed`` does not depend on how much history the caller happened to load.
     cause: str = "budget"
 
@@ -250,6 +255,7 @@ class Section:
     text: str
     items: tuple[PackItem, ...] = ()
     trimmed: bool = False
+    borrowed: int = 0  # of ``budget``, tokens lent by sections that left theirs unused
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ digests (the replay folds with the template, which keeps every hinge by construc
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 
@@ -34,8 +33,8 @@ from context_engine.commands import history_needs
 from context_engine.memory.digest import OFFLINE_MODEL, fallback_digest
 from context_engine.memory.milestones import detect_milestones
 from context_engine.memory.monologues import condense_monologues
-from context_engine.memory.vocabulary import zipf
 from context_engine.relay import ACT, NARRATE, Step, step_instruction
+from context_engine.retrieval import query_for, search_memory
 from context_engine.types import (
     DigestView,
     LoreView,
@@ -47,11 +46,6 @@ from context_engine.types import (
 
 RAW_MONOLOGUES = 2
 STRATEGIC_MAX_TOKENS = 300
-_WORD = re.compile(r"[a-z0-9]+")
-_SEARCH_WORD = re.compile(r"[a-z0-9]{3,}")
-MAX_SEARCH_WORDS = 12
-COMMON_WORD_ZIPF = 5.5
-RARE_WORD_ZIPF = 4.5
 
 
 @dataclass(frozen=True)
@@ -86,17 +80,6 @@ def scaled_config(config: PackConfig, *, strategy: str, total: int) -> PackConfi
         tier_total = sum(b for _, b in config.tier_budgets) or 1
         tiers = tuple((n, int(b * total // tier_total)) for n, b in config.tier_budgets)
     return replace(config, strategy=strategy, budgets=tuple(scaled), tier_budgets=tiers)
-
-
-def search_words(text: str) -> list[str]:
-    """The words full-text retrieval searches for (same rule as `selectors.search_words`:
-    rare words first; very common ones never)."""
-    words: list[str] = []
-    for word in _SEARCH_WORD.findall(text.lower()):
-        if word not in words and zipf(word) < COMMON_WORD_ZIPF:
-            words.append(word)
-    rare = [word for word in words if zipf(word) < RARE_WORD_ZIPF]
-    return (rare or words)[:MAX_SEARCH_WORDS]
 
 
 @dataclass
@@ -140,7 +123,6 @@ class Replay:
             self._readable[p.role] = [
                 i for i, t in enumerate(self.turns) if readable_turn(t, p.role, omniscient)
             ]
-        self._words: dict[int, frozenset[str]] = {}
         self._snapshots: dict[int, Snapshot] = {}
 
     # --- memory ------------------------------------------------------------------------
@@ -292,8 +274,13 @@ class Replay:
         if needs.unreadable_whispers and not omniscient:
             turns.extend(self._stubs(end, set(visible), needs, role))
         retrieval: tuple[TurnView, ...] = ()
-        if needs.retrieval_candidates and input_text.strip():
-            retrieval = self._search(visible, input_text, needs.from_round, needs)
+        around: tuple[TurnView, ...] = ()
+        if needs.retrieval_candidates:
+            query = query_for(input_text, [t for t in turns if t.content], self.participants)
+            readable = [self.turns[i] for i in visible]
+            retrieval, around = search_memory(
+                query, readable, config.retrieval_preset, needs.from_round
+            )
         return PackInput(
             role=role,
             participants=self.participants,
@@ -307,6 +294,7 @@ class Replay:
             digest=snapshot.digests.get(role),
             strategic_summary=snapshot.strategic.get(role),
             retrieval_turns=retrieval,
+            retrieval_context=around,
         )
 
     def _needed(self, visible: list[int], needs, role: str) -> set[int]:
@@ -339,24 +327,3 @@ class Replay:
             if needs.full or (needs.from_round is not None and t.round >= needs.from_round):
                 stubs.append(replace(t, content="", tags=(), tokens=0))
         return stubs
-
-    def _words_of(self, turn: TurnView) -> frozenset[str]:
-        words = self._words.get(turn.id)
-        if words is None:
-            words = frozenset(_WORD.findall(turn.content.lower()))
-            self._words[turn.id] = words
-        return words
-
-    def _search(self, visible: list[int], text: str, before_round, needs) -> tuple[TurnView, ...]:
-        words = search_words(text)
-        if not words:
-            return ()
-        hits = []
-        for i in reversed(visible):
-            t = self.turns[i]
-            if before_round is not None and t.round >= before_round:
-                continue
-            if self._words_of(t).intersection(words):
-                hits.append(t)
-        hits.sort(key=lambda t: -t.seq)
-        return tuple(hits[: needs.retrieval_candidates])

@@ -1,9 +1,10 @@
 """The fixed-shape strategies the Arena compares against ``layered`` (SPEC §5.7).
 
 - ``full_history``: the baseline (what Babel did before). Every visible turn, all own
-  monologues, every readable lore entry, the whole state; no digest, no retrieval. No
-  selective trimming: a section over its cap is hard-cut with a warning (the transcript
-  keeps its newest lines; the frozen section keeps hook and bios).
+  monologues, every readable lore entry, the whole state; no digest, no retrieval. The
+  transcript borrows everything the other sections leave unused, so it is the whole
+  readable history up to the total budget; no selective trimming: what does not fit is
+  hard-cut, oldest lines first, with a warning (the frozen section keeps hook and bios).
 - ``sliding_window`` (option A): the last ``config.window_turns`` visible turns, hook
   and bios. Nothing else.
 - ``rolling_summary`` (option B): the digest plus the last ``hot_window_rounds`` rounds.
@@ -104,7 +105,7 @@ def windowed(
         builders["state"] = block("state", texts.state.text, "state")
     if digest:
         builders["digest"] = block("digest", texts.digest, "digest")
-    build_sections(inp, SECTION_NAMES, builders, draft)
+    build_sections(inp, SECTION_NAMES, builders, draft, (("recent", True),))
     return draft
 
 
@@ -194,5 +195,5 @@ def full_history(inp: PackInput, view: View) -> Draft:
         "recent": lambda budget: cut_tail_keeping("recent", budget, HISTORY_HEADER, entries),
         "input": block("input", texts.input, "input"),
     }
-    build_sections(inp, SECTION_NAMES, builders, draft)
+    build_sections(inp, SECTION_NAMES, builders, draft, (("recent", True),))
     return draft

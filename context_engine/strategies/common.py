@@ -1,15 +1,17 @@
 """Pieces every strategy shares: the budget ledger, windows, command cuts, anchors.
 
-Sections are always built in the SPEC §5 table order. With ``lend_unused_budget`` the
-unused part of each section's budget flows forward to the next one in that order, so
-the digest (built before the transcript) never gives up room to the transcript:
-"transcript is trimmed before the digest". Without it, each section keeps its cap.
+Section budgets are shares, not walls (SPEC §5): with ``lend_unused_budget`` (the
+default) every section that is not a borrower is built first, at its own budget, and
+what it leaves unused joins a pool; then the strategy's borrowing plan runs in its one
+fixed order (``layered``: the recent window at its own budget, retrieval with the pool,
+the recent window again with what retrieval left). Every loan is logged and shown on the
+section (`Section.borrowed`). Without lending each section keeps its own cap.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from context_engine import sections as secs
 from context_engine import state as state_mod
@@ -34,36 +36,65 @@ class Draft:
     strain: str = "normal"
 
 
-class Ledger:
-    """Per-section budgets, with optional forward lending of unused tokens."""
-
-    def __init__(self, inp: PackInput, order: tuple[str, ...]):
-        self.budgets = {name: inp.config.budget(name) for name in order}
-        self.lend = inp.config.lend_unused_budget
-        self.pool = 0
-
-    def cap(self, name: str) -> int:
-        return self.budgets[name] + (self.pool if self.lend else 0)
-
-    def settle(self, section: Section) -> None:
-        if self.lend:
-            self.pool = max(section.budget - section.tokens, 0)
+Step = tuple[str, bool]  # (section, borrows from the pool)
 
 
 def build_sections(
-    inp: PackInput, order: tuple[str, ...], builders: dict[str, Builder], draft: Draft
+    inp: PackInput,
+    order: tuple[str, ...],
+    builders: dict[str, Builder],
+    draft: Draft,
+    plan: tuple[Step, ...] = (),
 ) -> None:
-    """Run ``builders`` in table order; absent sections are present but empty."""
-    ledger = Ledger(inp, order)
-    for name in order:
-        cap = ledger.cap(name)
+    """Build every section: the ones outside ``plan`` first, in table order, at their own
+    budgets; then ``plan``'s steps in order. A step's cap is its base (its own budget, or
+    what it used when it was built before: its unused part is already in the pool) plus,
+    when it borrows and lending is on, the whole pool; the pool then keeps what it left.
+    Absent sections are present but empty. Events land in table order."""
+    lend = inp.config.lend_unused_budget
+    planned = {name for name, _ in plan}
+    built: dict[str, SectionResult] = {}
+    pool = 0
+
+    def run(name: str, cap: int) -> Section:
         if name in builders:
-            section, events, warnings = builders[name](cap)
-            draft.events.extend(events)
-            draft.warnings.extend(warnings)
+            built[name] = builders[name](cap)
         else:
-            section = Section(name, cap, 0, "")
-        ledger.settle(section)
+            built[name] = (Section(name, cap, 0, ""), [], [])
+        return built[name][0]
+
+    for name in order:
+        if name not in planned:
+            section = run(name, inp.config.budget(name))
+            pool += max(section.budget - section.tokens, 0)
+    for name, borrows in plan:
+        own = inp.config.budget(name)
+        base = built[name][0].tokens if name in built else own
+        loan = pool if borrows and lend else 0
+        if name in built and loan == 0:
+            continue  # a second build with no more room would change nothing
+        section = run(name, base + loan)
+        pool += base - section.tokens
+        pool = max(pool, 0)
+        borrowed = max(section.budget - own, 0)
+        built[name] = (replace(section, borrowed=borrowed), *built[name][1:])
+    for name in order:
+        section, events, warnings = built[name]
+        if section.borrowed:
+            events = [
+                TrimEvent(
+                    name,
+                    f"budget:{name}",
+                    "borrowed",
+                    f"{section.borrowed} tokens other sections left unused, lent in the "
+                    f"fixed order {' → '.join(n for n, b in plan if b)}",
+                    section.borrowed,
+                    cause="lending",
+                ),
+                *events,
+            ]
+        draft.events.extend(events)
+        draft.warnings.extend(warnings)
         draft.sections[name] = section
 
 
@@ -219,15 +250,13 @@ def hinge_anchors(
     return [turn_entry(t, "anchor") for t in chosen], events
 
 
-def retrieval_pool(view: View, exclude: set[str]) -> list[TurnView]:
-    """Turns passive retrieval may draw on: those not already in the pack (refs in
-    ``exclude``), and no monologues except for judges (an agent's own older monologues
-    reach it only through its strategic summary)."""
-    return [
-        turn
-        for turn in view.turns
-        if f"turn:{turn.id}" not in exclude and (view.omniscient or turn.kind != "monologue")
-    ]
+def retrieval_known(view: View) -> list[TurnView]:
+    """Every readable turn the pack was given that retrieval may show or use as a hit's
+    neighbour: the loaded turns, the ranked hits and their neighbours; no monologues
+    except for judges (an agent's own older monologues reach it through its strategic
+    summary)."""
+    turns = (*view.turns, *view.retrieval_turns, *view.retrieval_context)
+    return [t for t in turns if view.omniscient or t.kind != "monologue"]
 
 
 def window_text_lower(entries: list[Entry], input_text: str) -> str:

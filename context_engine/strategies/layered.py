@@ -10,7 +10,7 @@ from __future__ import annotations
 from context_engine import retrieval, strain, textops, tokens
 from context_engine import sections as secs
 from context_engine.candidates import View
-from context_engine.lines import Entry
+from context_engine.lines import Entry, turn_entry
 from context_engine.strategies.common import (
     Draft,
     Statics,
@@ -18,14 +18,14 @@ from context_engine.strategies.common import (
     block,
     build_sections,
     hinge_anchors,
-    retrieval_pool,
+    retrieval_known,
     round_window,
     statics,
     window_start_event,
     window_text_lower,
 )
 from context_engine.trimming import Line, assemble, entry_line, fixed_line, protected_refs
-from context_engine.types import SECTION_NAMES, PackInput, TrimEvent
+from context_engine.types import SECTION_NAMES, PackInput, PackItem, TrimEvent, TurnView
 
 RECENT_HEADER = "## Recent events"
 
@@ -109,11 +109,30 @@ def recent_builder(
     anchors: list[Entry],
     recapped: list[Entry],
     protected: frozenset[str],
+    extension: list[Entry],
+    retrieved: set[str],
 ):
-    """The recent section: anchors, scene recap, window, engine notice (in that order)."""
+    """The recent section: anchors, scene recap, window, engine notice (in that order).
+
+    Built twice when lending gives it more room after retrieval (`build_sections`): the
+    second build leaves out what retrieval showed and may reach back before the window
+    (``extension``: older loaded turns, newest kept first, dropped before anything else).
+    """
 
     def build(budget: int):
-        lines: list[Line] = [entry_line(e, protected, order_group=0) for e in anchors]
+        lines = [entry_line(e, protected, order_group=0) for e in anchors if e.ref not in retrieved]
+        lines += [
+            Line(
+                (0, e.seq),
+                e.line,
+                PackItem(e.item_kind, e.ref, e.cost),
+                e.cost,
+                (-2, e.seq),
+                "lent room: older turns before the window, oldest first",
+            )
+            for e in extension
+            if e.ref not in retrieved
+        ]
         events: list[TrimEvent] = []
         recap = strain.scene_recap(recapped)
         if recap:
@@ -130,12 +149,12 @@ def recent_builder(
                 )
             if recap:
                 lines.append(fixed_line((1, 0), recap, "recap", "recap"))
-        protected_now = protected
+        shown = [e for e in window if e.ref not in retrieved]
         if tier == "strain_3":
             # Of the last 6, the 2 oldest go first when the digest needs the room.
-            soft = {e.ref for e in window[: max(len(window) - strain.STRAIN3_MIN_WINDOW, 0)]}
-            for e in window:
-                line = entry_line(e, protected_now, order_group=2)
+            soft = {e.ref for e in shown[: max(len(shown) - strain.STRAIN3_MIN_WINDOW, 0)]}
+            for e in shown:
+                line = entry_line(e, protected, order_group=2)
                 if line.drop_key is not None and e.ref in soft:
                     line = Line(
                         line.order,
@@ -148,11 +167,25 @@ def recent_builder(
                 lines.append(line)
             lines.append(fixed_line((3, 0), strain.NOTICE, "notice", "notice:strain_3"))
         else:
-            lines += [entry_line(e, protected_now, order_group=2) for e in window]
+            lines += [entry_line(e, protected, order_group=2) for e in shown]
         section, more, warnings = assemble("recent", budget, RECENT_HEADER, lines)
         return section, events + more, warnings
 
     return build
+
+
+def extension_entries(view: View, older: list[TurnView], tier: str) -> list[Entry]:
+    """Older loaded turns the recent window may reach back to with lent room: not before
+    the last /checkpoint or /clear (what they cut stays cut), no monologues, and only
+    below Strain II (a strained window stays short)."""
+    if tier not in ("normal", "strain_1"):
+        return []
+    cut = view.cut.seq if view.cut is not None else None
+    return [
+        turn_entry(t)
+        for t in older
+        if t.kind != "monologue" and not t.hinge and (cut is None or t.seq > cut)
+    ]
 
 
 def build(inp: PackInput, view: View) -> Draft:
@@ -175,22 +208,25 @@ def build(inp: PackInput, view: View) -> Draft:
     lore = secs.lore_candidates(view)
     haystack = window_text_lower(window, inp.input_text)
     named = secs.named_lore_ids(lore, haystack)
-    query = retrieval.make_query(
-        inp.input_text,
-        [e.content for e in window],
-        [c.lore.term for c in lore if c.lore.id in named],
-    )
-    in_recent = {e.ref for e in window} | {e.ref for e in anchors}
+    query = retrieval.query_for(inp.input_text, view.turns, view.participants)
+    known = retrieval_known(view)
 
-    untrimmed_hits = retrieval.rank(
-        query,
-        config.retrieval_preset,
-        [],
-        list(texts.state.cold),
-        retrieval_pool(view, in_recent),
-        view.retrieval_turns,
-        view.pinned,
-    )
+    def ranked(degraded: list, exclude: set[str], pinned) -> list[retrieval.Hit]:
+        return retrieval.rank(
+            query,
+            config.retrieval_preset,
+            degraded,
+            list(texts.state.cold),
+            view.retrieval_turns,
+            known,
+            exclude,
+            pinned,
+        )
+
+    # Pressure (SPEC §5.2): what the pack needs once the transcript is trimmed (window,
+    # cuts, anchors); passive retrieval is filler that lending sizes, so only the role's
+    # own pinned results count.
+    pinned_hits = ranked([], set(), view.pinned)[: len(view.pinned)]
     untrimmed = (
         textops.count(texts.identity)
         + textops.count(texts.rules)
@@ -198,13 +234,13 @@ def build(inp: PackInput, view: View) -> Draft:
         + textops.count(texts.state.text)
         + textops.count(texts.digest)
         + recent_need(window, anchors)
-        + retrieval.need(untrimmed_hits)
+        + retrieval.need(pinned_hits)
         + textops.count(texts.input)
     )
     tier = strain.tier(untrimmed, config.total_budget)
     draft.untrimmed, draft.strain = untrimmed, tier
     draft.warnings += retrieval.pin_warnings(
-        untrimmed_hits, len(view.pinned), untrimmed, config.total_budget, config.budget("retrieval")
+        pinned_hits, len(pinned_hits), untrimmed, config.total_budget, config.budget("retrieval")
     )
     window, anchors, recapped, strain_events = apply_strain(tier, window, anchors, protected)
     draft.events += strain_events
@@ -237,38 +273,43 @@ def build(inp: PackInput, view: View) -> Draft:
             )
 
     full_ids: set[int] = set()
+    in_recent: set[str] = set()
+    retrieved: set[str] = set()
+    after_retrieval = [False]  # the recent window's second build comes after retrieval
+    extension = extension_entries(view, older, tier)
 
     def frozen(budget: int):
         section, events, warnings, ids = secs.frozen_section(view, inp.hook, budget, lore, named)
         full_ids.update(ids)
         return section, events, warnings
 
-    def retrieval_builder(budget: int):
-        rendered = {item.ref for item in draft.sections["recent"].items}
-        degraded = [c.lore for c in lore if c.lore.id not in full_ids]
-        preset = strain.retrieval_preset(config.retrieval_preset, tier)
-        hits = retrieval.rank(
-            query,
-            preset,
-            degraded,
-            list(texts.state.cold),
-            retrieval_pool(view, rendered),
-            view.retrieval_turns,
-            view.pinned,
+    def recent(budget: int):
+        second = after_retrieval[0]
+        build_recent = recent_builder(
+            tier, window, anchors, recapped, protected, extension if second else [], retrieved
         )
-        return retrieval.section("retrieval", budget, hits)
+        result = build_recent(budget - (0 if second else budgets_shift))
+        in_recent.update(item.ref for item in result[0].items)
+        return result
+
+    def retrieval_builder(budget: int):
+        degraded = [c.lore for c in lore if c.lore.id not in full_ids]
+        result = retrieval.section("retrieval", budget, ranked(degraded, in_recent, view.pinned))
+        retrieved.update(item.ref for item in result[0].items if item.kind == "turn")
+        after_retrieval[0] = True
+        return result
 
     digest_block = block("digest", texts.digest, "digest")
-    recent_block = recent_builder(tier, window, anchors, recapped, protected)
     builders = {
         "identity": block("identity", texts.identity, "identity"),
         "rules": block("rules", texts.rules, "rules"),
         "frozen": frozen,
         "state": block("state", texts.state.text, "state"),
         "digest": lambda budget: digest_block(budget + budgets_shift),
-        "recent": lambda budget: recent_block(budget - budgets_shift),
+        "recent": recent,
         "retrieval": retrieval_builder,
         "input": block("input", texts.input, "input"),
     }
-    build_sections(inp, SECTION_NAMES, builders, draft)
+    plan = (("recent", False), ("retrieval", True), ("recent", True))
+    build_sections(inp, SECTION_NAMES, builders, draft, plan)
     return draft

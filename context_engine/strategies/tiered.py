@@ -27,7 +27,7 @@ from context_engine.lines import KIND_NAMES, Entry, condensed_line
 from context_engine.strategies.common import (
     Draft,
     apply_cut,
-    retrieval_pool,
+    retrieval_known,
     round_window,
     statics,
     window_start_event,
@@ -131,20 +131,18 @@ def build(inp: PackInput, view: View) -> Draft:
 
     lore = secs.lore_candidates(view)
     named = secs.named_lore_ids(lore, window_text_lower(window, inp.input_text))
-    query = retrieval.make_query(
-        inp.input_text,
-        [e.content for e in window],
-        [c.lore.term for c in lore if c.lore.id in named],
-    )
+    query = retrieval.query_for(inp.input_text, view.turns, view.participants)
     in_window = {e.ref for e in window}
+    known = retrieval_known(view)
 
     hits = retrieval.rank(
         query,
         config.retrieval_preset,
         [],
         list(texts.state.cold),
-        retrieval_pool(view, in_window),
         view.retrieval_turns,
+        known,
+        in_window,
         view.pinned,
     )
     recent_full = textops.count(HEADER) + 1 + sum(e.cost for e in window) if window else 0
@@ -231,14 +229,14 @@ def build(inp: PackInput, view: View) -> Draft:
 
     rendered = {item.ref for item in recent.items}
     degraded = [c.lore for c in lore if c.lore.id not in full_ids]
-    preset = strain.retrieval_preset(config.retrieval_preset, tier)
     final_hits = retrieval.rank(
         query,
-        preset,
+        config.retrieval_preset,
         degraded,
         list(texts.state.cold),
-        retrieval_pool(view, rendered),
         view.retrieval_turns,
+        known,
+        rendered,
         view.pinned,
     )
     retrieved = run(

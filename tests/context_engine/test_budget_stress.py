@@ -81,11 +81,21 @@ def test_a_huge_identity_prompt_is_truncated_with_a_warning():
 def test_a_single_enormous_turn_is_truncated_not_silently_lost():
     log = small_log()
     log.add(1, "DM", "choice", HUGE)
-    pack = build_pack(pack_input("Thorin", log))
+    pack = build_pack(pack_input("Thorin", log, config=config(lend_unused_budget=False)))
     recent = section(pack, "recent")
     assert recent.tokens <= 3500
     assert "Clause 0:" in recent.text
     assert any(w.startswith("recent:") for w in pack.warnings)
+
+
+def test_with_lending_an_enormous_turn_uses_the_room_others_left_within_the_total():
+    log = small_log()
+    log.add(1, "DM", "choice", HUGE)
+    pack = build_pack(pack_input("Thorin", log))
+    recent = section(pack, "recent")
+    assert recent.borrowed > 0 and recent.tokens > 3500
+    assert "Clause 0:" in recent.text
+    assert pack.total_tokens <= pack.budget
 
 
 def test_stress_output_is_deterministic():

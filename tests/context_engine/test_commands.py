@@ -180,12 +180,15 @@ def test_loading_only_what_history_needs_asks_for_builds_the_same_pack(strategy)
         log.add(r, "Thorin", "action", f"Round {r}: I guard the rear.")
         log.add(r, "Cassia", "whisper", f"Round {r}: psst", visibility=["Cassia", "DM"])
         log.add(r, "Thorin", "monologue", f"Round {r}: thinking", visibility=["Thorin"])
-    cfg = config(strategy=strategy, retrieval_preset="minimal")
-    full = pack_input("Thorin", log, config=cfg, input_text="nothing matches xyzzy")
-    needs = history_needs(cfg, full.current_round)
-    loaded = load(full.turns, "Thorin", needs, lambda t: readable_turn(t, "Thorin", False))
-    assert len(loaded) < len(full.turns) / 3
-    a = build_pack(full)
-    b = build_pack(replace(full, turns=loaded))
-    assert [s.text for s in a.sections] == [s.text for s in b.sections]
-    assert pack_to_json(a) == pack_to_json(b)
+    for lend in (False, True):
+        cfg = config(strategy=strategy, retrieval_preset="minimal", lend_unused_budget=lend)
+        full = pack_input("Thorin", log, config=cfg, input_text="nothing matches xyzzy")
+        needs = history_needs(cfg, full.current_round)
+        loaded = load(full.turns, "Thorin", needs, lambda t: readable_turn(t, "Thorin", False))
+        if not lend:  # lending reaches back further (the newest turns lent room may hold)
+            assert len(loaded) < len(full.turns) / 3
+        assert len(loaded) < len(full.turns)
+        a = build_pack(full)
+        b = build_pack(replace(full, turns=loaded))
+        assert [s.text for s in a.sections] == [s.text for s in b.sections]
+        assert pack_to_json(a) == pack_to_json(b)

@@ -11,6 +11,7 @@ from tests.context_engine.helpers import (
     lore,
     pack_input,
     section,
+    with_retrieval,
     world,
 )
 
@@ -88,37 +89,34 @@ def retrieved_refs(pack):
 
 def test_an_item_found_in_round_two_is_recovered_in_round_fourteen():
     log = dormant_campaign()
-    pack = build_pack(pack_input("Thorin", log, input_text="Use the brass astrolabe on the lock"))
-    hits = retrieved_refs(pack)
-    # Both round-2 turns name the brass astrolabe (two keywords); the round-5 turn only
-    # names the astrolabe, so it ranks below them. Ties go to the more recent turn.
-    assert hits == [f"turn:{log.turns[1].id}", f"turn:{log.turns[0].id}"]
-    assert "cracked lens" in section(pack, "retrieval").text
+    inp = with_retrieval(
+        pack_input("Thorin", log, input_text="Use the brass astrolabe on the lock")
+    )
+    # Both round-2 turns name the brass astrolabe (two words); the round-5 turn only the
+    # astrolabe, so it ranks below them.
+    assert {t.id for t in inp.retrieval_turns[:2]} == {log.turns[0].id, log.turns[1].id}
+    hits = retrieved_refs(build_pack(inp))
+    assert hits[:2] == [f"turn:{log.turns[0].id}", f"turn:{log.turns[1].id}"]  # story order
+    assert "cracked lens" in section(build_pack(inp), "retrieval").text
 
 
-def test_retrieval_presets_pick_one_two_or_five_turns():
-    log = dormant_campaign()
-    for i in range(6):
-        log.turns.insert(
-            0,
-            log.turns[0].__class__(
-                id=900 + i,
-                seq=-10 + i,
-                round=1,
-                speaker="DM",
-                kind="narrative",
-                content=f"Legend {i} of the astrolabe.",
-            ),
-        )
+def test_retrieval_presets_set_how_many_hits_and_neighbours():
+    log = Log()
+    for i in range(12):
+        log.add(1, "DM", "narrative", f"Legend {i} of the astrolabe.")
+        log.add(1, "Cassia", "action", f"I listen to legend {i}.")
+    for r in range(11, 15):
+        log.add(r, "DM", "narrative", f"Round {r}: the tower looms over the marsh.")
     counts = {}
-    for preset in ("minimal", "standard", "deep"):
+    for preset in ("minimal", "standard"):
+        cfg = config(retrieval_preset=preset)
         pack = build_pack(
-            pack_input(
-                "Thorin", log, input_text="astrolabe", config=config(retrieval_preset=preset)
-            )
+            with_retrieval(pack_input("Thorin", log, input_text="astrolabe", config=cfg))
         )
-        counts[preset] = len([r for r in retrieved_refs(pack) if r.startswith("turn:")])
-    assert counts == {"minimal": 1, "standard": 2, "deep": 5}
+        retrieved = section(pack, "retrieval").text
+        counts[preset] = (retrieved.count("Legend"), retrieved.count("I listen"))
+    assert counts["minimal"] == (8, 0)  # 8 hits, no neighbours
+    assert counts["standard"] == (12, 12)  # every hit, each with the reply beside it
 
 
 def test_retrieval_never_repeats_a_turn_already_in_the_recent_window():
@@ -133,29 +131,28 @@ def test_nothing_is_retrieved_when_nothing_matches():
     assert section(pack, "retrieval").text == ""
 
 
-def test_search_hits_are_ranked_by_keywords_first_then_by_their_full_text_rank():
+def test_when_retrieval_is_short_the_best_ranked_hit_stays():
     log = Log()
     log.add(14, "Thorin", "action", "I wait.")
-    weak = log.turns[0].__class__(
-        id=501, seq=1, round=1, speaker="DM", kind="narrative", content="A lens glints."
-    )
-    strong = log.turns[0].__class__(
-        id=502,
-        seq=2,
-        round=1,
-        speaker="DM",
-        kind="narrative",
-        content="The brass lens of the astrolabe.",
-    )
-    other = log.turns[0].__class__(
-        id=503, seq=3, round=1, speaker="DM", kind="narrative", content="Another lens in a drawer."
-    )
-    pack = build_pack(
-        pack_input(
-            "Thorin", log, input_text="brass astrolabe lens", retrieval_turns=(weak, other, strong)
+    weak, strong, other = (
+        log.turns[0].__class__(
+            id=500 + i, seq=i, round=1, speaker="DM", kind="narrative", content=c
+        )
+        for i, c in enumerate(
+            ("A lens glints.", "The brass lens of the astrolabe.", "Another lens in a drawer."), 1
         )
     )
-    assert retrieved_refs(pack) == ["turn:502", "turn:501"]
+    cfg = config(budgets={"retrieval": 40}, lend_unused_budget=False)
+    pack = build_pack(
+        pack_input(
+            "Thorin",
+            log,
+            input_text="brass astrolabe lens",
+            retrieval_turns=(strong, weak, other),
+            config=cfg,
+        )
+    )
+    assert retrieved_refs(pack) == ["turn:502"]
 
 
 def test_lore_degraded_in_the_frozen_section_is_retrieved_in_full_when_it_matches():

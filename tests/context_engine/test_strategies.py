@@ -17,6 +17,7 @@ from tests.context_engine.helpers import (
     refs,
     section,
     text,
+    with_retrieval,
     world,
 )
 
@@ -71,12 +72,23 @@ def test_full_history_shows_every_visible_turn_and_no_digest():
 
 
 def test_full_history_hard_cuts_the_oldest_lines_with_a_warning():
-    pack = build_pack(rich("full_history", cfg={"budgets": {"recent": 200}}))
+    cfg = {"budgets": {"recent": 200}, "lend_unused_budget": False}
+    pack = build_pack(rich("full_history", cfg=cfg))
     recent = section(pack, "recent")
     assert "C12: I scout ahead" in recent.text  # the newest line survives
     assert "Round 1:" not in recent.text
     assert recent.tokens <= 200 and recent.trimmed
     assert any("full history" in w for w in pack.warnings)
+
+
+def test_full_history_is_the_whole_history_up_to_the_total_budget():
+    # The transcript's own share (200) is far too small; what the others leave is lent.
+    pack = build_pack(rich("full_history", cfg={"budgets": {"recent": 200}}))
+    recent = section(pack, "recent")
+    assert "Round 1:" in recent.text and "C12: I scout ahead" in recent.text
+    assert len(turn_items(pack)) == len(campaign().turns)
+    assert recent.borrowed > 0 and not recent.trimmed
+    assert pack.total_tokens <= pack.budget
 
 
 def test_sliding_window_has_only_the_last_n_turns_hook_and_bios():
@@ -106,15 +118,14 @@ def test_structured_state_is_state_and_lore_with_a_small_window():
 
 
 def test_layered_fills_every_layer():
-    pack = build_pack(rich("layered", input_text="Where is the void-chisel from round one?"))
-    for name in ("identity", "rules", "frozen", "state", "digest", "recent", "input"):
+    pack = build_pack(
+        with_retrieval(rich("layered", input_text="Where is the void-chisel from round one?"))
+    )
+    for name in SECTION_NAMES:
         assert section(pack, name).text, name
-    assert {i.round for i in campaign().turns if f"turn:{i.id}" in refs(pack, "recent")} == {
-        9,
-        10,
-        11,
-        12,
-    }
+    in_recent = {t.round for t in campaign().turns if f"turn:{t.id}" in refs(pack, "recent")}
+    assert {9, 10, 11, 12} <= in_recent  # the hot window, whole
+    assert "void-chisel" in section(pack, "retrieval").text  # round one, recalled
 
 
 def test_triage_keeps_three_turns_in_full_bullets_for_turns_four_to_ten_and_the_digest():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from context_engine.pack import build_pack
 from context_engine.trimming import LONG_NARRATIVE_TOKENS
+from tests.context_engine import helpers
 from tests.context_engine.helpers import (
     Log,
-    config,
     digest,
     lore,
     pack_input,
@@ -14,6 +14,14 @@ from tests.context_engine.helpers import (
     section,
     text,
 )
+
+
+def config(**overrides):
+    """These tests look at one section's trimming under its own cap: lending off (it
+    has tests of its own, at the end of this module and in test_lending.py)."""
+    overrides.setdefault("lend_unused_budget", False)
+    return helpers.config(**overrides)
+
 
 LONG = " ".join(["The storm rolls over the harbour walls and the lamps gutter."] * 20)
 
@@ -215,7 +223,7 @@ def test_a_long_transcript_never_squeezes_the_digest():
     assert not section(pack, "digest").trimmed
 
 
-def test_unused_budget_is_not_lent_unless_configured():
+def test_unused_budget_is_lent_unless_switched_off():
     log = Log()
     for i in range(30):
         log.add(1, "Thorin", "action", f"Step {i} of a long climb up the tower stairs.")

@@ -60,7 +60,7 @@ class Command(BaseCommand):
                 f"bar ({bar['strategy']} @ {bar['budget']}): retention {bar['retention']:.1%}, "
                 f"worst role {bar['worst_role_retention']:.1%} (≥ 95%), worst role hinges "
                 f"{bar['worst_role_hinge_retention']:.1%} (100%), leaks {bar['leaks']} (0), "
-                f"tokens {bar['token_share']:.1%} of full history (≤ 10%): "
+                f"tokens {bar['token_share']:.1%} of full history, within the budget: "
                 + ("PASS" if bar["passed"] else "FAIL")
             )
         if options["json_path"]:

@@ -68,9 +68,9 @@ def test_answers_appear_only_in_text_their_audience_may_read(campaign):
 
 
 def test_layered_reaches_the_bar_on_a_long_generated_campaign(campaign):
-    """Issue 9's bar, checked (numbers printed by `manage.py arena`): layered at the default
+    """The bar, checked (numbers printed by `manage.py arena`): layered at the default
     budget keeps >= 95% of facts and every hinge for every entitled role, leaks nothing,
-    at <= 1/10 of the full-history tokens."""
+    and no pack exceeds the budget."""
     history, facts = history_from_transcript(campaign)
     options = ArenaOptions(strategies=("layered", "sliding_window"), budgets=(13000,))
     report, details = run_arena(Replay(history), facts, options)
