@@ -14,7 +14,7 @@ are still text (decode with `precompiled.json_value`).
 from __future__ import annotations
 
 from django.db import connection
-from django.db.models import BooleanField, Q, Subquery, Value
+from django.db.models import BooleanField, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from campaigns import selectors
@@ -409,3 +409,103 @@ def _sqlite_search(key, viewer, before_round, limit, columns) -> Precompiled:
 
 
 _joined: dict[tuple, Precompiled] = {}
+
+
+# --- ranked retrieval (SPEC §5.8) ------------------------------------------------------
+
+
+def postings_query(*, experiment_id: int, viewer: Viewer, words: list[str]) -> Query | None:
+    """Per word, the newest `ranking.DF_CAP` readable turns that contain it, in one
+    statement: rows ``(word index, id, seq, round, tokens, kind)``, each word's newest
+    first. These are the postings `retrieval.ranked_hits` ranks by. Visibility is applied
+    before the cap (the same selector-built search as `search_turn_query`, once per word)."""
+    from context_engine.ranking import DF_CAP
+
+    parts = [
+        search_turn_query(
+            experiment_id=experiment_id,
+            viewer=viewer,
+            words=[word],
+            before_round=None,
+            limit=DF_CAP,
+            scan_limit=selectors.SEARCH_SCAN_LIMIT,
+            columns=("id", "seq", "round", "tokens", "kind"),
+        )
+        for word in words
+    ]
+    parts = [part for part in parts if part is not None]
+    if not parts:
+        return None
+    key = ("postings", connection.vendor, _shape(viewer), len(parts))
+    found = _joined.get(key)
+    if found is None:
+        one = parts[0].compiled
+        sql = " UNION ALL ".join(
+            f"SELECT * FROM (SELECT {i} AS word, p{i}.* FROM ({one.sql}) AS p{i}) AS w{i}"
+            for i in range(len(parts))
+        )
+        params = [
+            (f"{i}.{name}" if name is not None else None, literal)
+            for i in range(len(parts))
+            for name, literal in one.params
+        ]
+        found = _joined[key] = Precompiled(sql, params)
+    values = {
+        f"{i}.{name}": value for i, part in enumerate(parts) for name, value in part.values.items()
+    }
+
+    def newest_per_word(rows: list[tuple]) -> list[tuple]:
+        return sorted(rows, key=lambda row: (row[0], -row[2]))
+
+    return Query(found, values, newest_per_word)
+
+
+def hit_query(*, experiment_id: int, viewer: Viewer, hit_ids: list[int], neighbours: int) -> Query:
+    """The ranked hits' rows, each with the ids of its ``neighbours`` nearest readable
+    turns on each side (no monologues but for judges): ``TURN_COLUMNS`` then ``before0,
+    after0, before1, after1, …``. "Nearest readable" is decided on readable turns only,
+    so what a viewer cannot read moves no neighbour."""
+    slots_count = _padded_size(len(hit_ids))
+
+    def build(slots):
+        visible = selectors.turns_visible_to(
+            experiment=slots.int("experiment"), viewer=_slot_viewer(slots, viewer)
+        ).order_by()
+        if not viewer.omniscient:
+            visible = visible.exclude(MONOLOGUE_KIND)
+        around = {}
+        for k in range(neighbours):
+            earlier = visible.filter(seq__lt=OuterRef("seq")).order_by("-seq")
+            later = visible.filter(seq__gt=OuterRef("seq")).order_by("seq")
+            around[f"before{k}"] = Subquery(earlier.values("id")[k : k + 1])
+            around[f"after{k}"] = Subquery(later.values("id")[k : k + 1])
+        ids = [slots.int(f"hit{i}") for i in range(slots_count)]
+        return visible.filter(id__in=ids).annotate(**around).values_list(*TURN_COLUMNS, *around)
+
+    compiled = compile_once(("hits", _shape(viewer), slots_count, neighbours), build)
+    padded = [*hit_ids, *([0] * (slots_count - len(hit_ids)))]
+    values = {f"hit{i}": hit_id for i, hit_id in enumerate(padded)}
+    return Query(compiled, _values(viewer, experiment=experiment_id, **values))
+
+
+def turns_by_id_query(*, experiment_id: int, viewer: Viewer, ids: list[int]) -> Query:
+    """Readable turns with these ids (the hits' neighbours), ``TURN_COLUMNS``."""
+    size = _padded_size(len(ids))
+
+    def build(slots):
+        visible = selectors.turns_visible_to(
+            experiment=slots.int("experiment"), viewer=_slot_viewer(slots, viewer)
+        ).order_by()
+        return visible.filter(id__in=[slots.int(f"id{i}") for i in range(size)]).values_list(
+            *TURN_COLUMNS
+        )
+
+    compiled = compile_once(("by-id", _shape(viewer), size), build)
+    padded = [*ids, *([0] * (size - len(ids)))]
+    values = {f"id{i}": turn_id for i, turn_id in enumerate(padded)}
+    return Query(compiled, _values(viewer, experiment=experiment_id, **values))
+
+
+def _padded_size(count: int) -> int:
+    """Id lists are padded (with 0, no turn's id) to a power of two: few statement shapes."""
+    return max(8, 1 << (max(count, 1) - 1).bit_length())

@@ -11,10 +11,10 @@ then only bound and executed, rows read as tuples of the columns the engine uses
 visibility-filtered ones live in `campaigns.selectors_packs`, built from the selectors'
 own rules. Queries for the default (`layered`) strategy: experiment + world state +
 newest round (1), participants (1), last command events (1), window + hinge anchors (1),
-own monologues (1), retrieval (1, only with an input), lore (1), digest + strategic
-summary (1), pins (1) — nine statements at 100 turns or 50,000; on PostgreSQL
-`precompiled.run_all` sends them in two round trips (experiment/participants/events,
-then the rest). `full_history` loads everything it is asked to.
+own monologues (1), lore (1), digest + strategic summary (1), pins (1), then ranked
+retrieval (`_ranked_retrieval`: postings, hits with their neighbours' ids, neighbours: 3)
+— at most eleven statements at 100 turns or 50,000; on PostgreSQL `precompiled.run_all`
+sends the first eight in two round trips (experiment/participants/events, then the rest). `full_history` loads everything it is asked to.
 
 `pack_for_role` answers from `campaigns.services.pack_cache` when nothing a pack reads
 has changed since the same pack was built.
@@ -29,6 +29,8 @@ from campaigns.selectors import Viewer
 from campaigns.services.memory.retrieval import PINS_READ, pinned_from_rows
 from context_engine.commands import history_needs
 from context_engine.pack import build_pack
+from context_engine.ranking import Posting
+from context_engine.retrieval import query_for, ranked_hits
 from context_engine.types import Pack, PackInput, ParticipantView
 from context_engine.visibility import audience_key
 
@@ -95,7 +97,7 @@ def pack_input_for_role(
     input_text = input_text[:MAX_INPUT_CHARS]
 
     # Round trip 2 (PostgreSQL; one statement each on SQLite): everything else.
-    window, monologues, stubs, hits, pins, lore, summaries = run_all(
+    window, monologues, stubs, pins, lore, summaries = run_all(
         [
             *_turn_queries(experiment_id, viewer, role, needs),
             selectors_packs.whisper_stub_query(
@@ -106,16 +108,6 @@ def pack_input_for_role(
                 full=needs.full,
             )
             if needs.unreadable_whispers and not viewer.omniscient
-            else None,
-            selectors_packs.search_turn_query(
-                experiment_id=experiment_id,
-                viewer=viewer,
-                words=selectors.search_words(input_text),
-                before_round=needs.from_round,
-                limit=needs.retrieval_candidates,
-                scan_limit=selectors.SEARCH_SCAN_LIMIT,
-            )
-            if needs.retrieval_candidates and input_text.strip()
             else None,
             selectors_packs.pin_id_query(experiment_id=experiment_id, role=role, count=PINS_READ),
             selectors_packs.lore_query(experiment_id=experiment_id, viewer=viewer),
@@ -129,7 +121,10 @@ def pack_input_for_role(
         window = window + [row for row in monologues if row[0] not in seen]
     views = [adapters.turn_view_row(row, dm_roles) for row in window]
     views.extend(adapters.stub_view_row(row, dm_roles) for row in stubs)
-    retrieval = tuple(adapters.turn_view_row(row, dm_roles) for row in hits)
+    loaded = [view for view in views if view.content]
+    hits, around = _ranked_retrieval(
+        experiment_id, viewer, needs, query_for(input_text, loaded, participants), dm_roles
+    )
 
     # Results of the role's own /search, /lore, /timeline since its last turn (SPEC §5.8).
     pinned_turns, pinned_lore = pinned_from_rows(pins, experiment_id=experiment_id, viewer=viewer)
@@ -157,7 +152,8 @@ def pack_input_for_role(
             if state_id is not None
             else adapters.WorldStateView()
         ),
-        retrieval_turns=retrieval,
+        retrieval_turns=hits,
+        retrieval_context=around,
         events=events,
         pinned_retrieval=pinned,
     )
@@ -228,3 +224,44 @@ def _turn_queries(experiment_id: int, viewer: Viewer, role: str, needs) -> list[
         else None
     )
     return [window, monologues]
+
+
+def _ranked_retrieval(experiment_id: int, viewer: Viewer, needs, query, dm_roles):
+    """The retrieval hits, best first, and their neighbours (SPEC §5.8): the postings of
+    the query's words from the full-text index (one statement), ranked by the engine
+    (`retrieval.ranked_hits`, as the Arena's replay ranks), then the hits' rows with
+    their neighbours' ids, then those neighbours (one statement each)."""
+    if not needs.retrieval_candidates or not query:
+        return (), ()
+    words = query.words
+    postings: dict[str, list[Posting]] = {word: [] for word in words}
+    rounds: dict[int, int] = {}
+    query_rows = selectors_packs.postings_query(
+        experiment_id=experiment_id, viewer=viewer, words=words
+    )
+    for index, turn_id, seq, round_, tokens, kind in query_rows.rows() if query_rows else ():
+        if viewer.omniscient or kind != "monologue":
+            postings[words[index]].append(Posting(turn_id, seq, tokens))
+            rounds[turn_id] = round_
+    ids = ranked_hits(query, postings, needs.from_round, rounds, needs.retrieval_candidates)
+    if not ids:
+        return (), ()
+    rows = selectors_packs.hit_query(
+        experiment_id=experiment_id,
+        viewer=viewer,
+        hit_ids=ids,
+        neighbours=needs.retrieval_neighbours,
+    ).rows()
+    width = len(selectors_packs.TURN_COLUMNS)
+    by_id = {row[0]: row[:width] for row in rows}
+    hits = tuple(adapters.turn_view_row(by_id[i], dm_roles) for i in ids if i in by_id)
+    near = sorted({n for row in rows for n in row[width:] if n is not None} - set(by_id))
+    if not near:
+        return hits, ()
+    found = selectors_packs.turns_by_id_query(
+        experiment_id=experiment_id, viewer=viewer, ids=near
+    ).rows()
+    around = tuple(
+        adapters.turn_view_row(row, dm_roles) for row in sorted(found, key=lambda r: r[1])
+    )
+    return hits, around

@@ -26,7 +26,7 @@ def test_one_pack_takes_the_same_number_of_queries_at_100_and_5000_turns():
     small = bench.create_campaign(100)
     large = bench.create_campaign(5000)
     for role in bench.ROLES:
-        assert _queries(small, role) == _queries(large, role) <= 10
+        assert _queries(small, role) == _queries(large, role) <= 12  # 11 + the cache read
 
 
 def test_the_query_count_does_not_depend_on_the_strategy_window_rules():
