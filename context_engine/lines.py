@@ -9,6 +9,7 @@ newline); the exact count of the whole section is taken once, afterwards.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from context_engine import textops
 from context_engine.types import LoreView, ParticipantView, TurnView
@@ -70,7 +71,14 @@ def content_tokens(turn: TurnView) -> int:
     return turn.tokens if turn.tokens > 0 else textops.count_uncached(turn.content)
 
 
+@lru_cache(maxsize=32768)
 def turn_entry(turn: TurnView, item_kind: str = "turn") -> Entry:
+    """A turn's line and its estimated cost (cached per process: turns are immutable
+    values, and the same turns recur in every pack of a campaign)."""
+    return _turn_entry(turn, item_kind)
+
+
+def _turn_entry(turn: TurnView, item_kind: str) -> Entry:
     prefix = turn_prefix(turn)
     suffix = tags_suffix(turn)
     line = f"{prefix} {turn.content}{suffix}"

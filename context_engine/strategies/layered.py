@@ -175,16 +175,17 @@ def recent_builder(
 
 
 def extension_entries(view: View, older: list[TurnView], tier: str) -> list[Entry]:
-    """Older loaded turns the recent window may reach back to with lent room: not before
-    the last /checkpoint or /clear (what they cut stays cut), no monologues, and only
-    below Strain II (a strained window stays short)."""
+    """Older loaded turns the recent window may reach back to with lent room: none that
+    /clear dropped (what it cut stays cut; a /checkpoint's digest only summarises them),
+    no monologues or hinge anchors, and only below Strain II (a strained window stays
+    short)."""
     if tier not in ("normal", "strain_1"):
         return []
-    cut = view.cut.seq if view.cut is not None else None
+    cleared = view.cut.seq if view.cut is not None and view.cut.command == "clear" else None
     return [
         turn_entry(t)
         for t in older
-        if t.kind != "monologue" and not t.hinge and (cut is None or t.seq > cut)
+        if t.kind != "monologue" and not t.hinge and (cleared is None or t.seq > cleared)
     ]
 
 
@@ -211,13 +212,13 @@ def build(inp: PackInput, view: View) -> Draft:
     query = retrieval.query_for(inp.input_text, view.turns, view.participants)
     known = retrieval_known(view)
 
-    def ranked(degraded: list, exclude: set[str], pinned) -> list[retrieval.Hit]:
+    def ranked(degraded: list, exclude: set[str], pinned, hits=view.retrieval_turns):
         return retrieval.rank(
             query,
             config.retrieval_preset,
             degraded,
             list(texts.state.cold),
-            view.retrieval_turns,
+            hits,
             known,
             exclude,
             pinned,
@@ -226,7 +227,7 @@ def build(inp: PackInput, view: View) -> Draft:
     # Pressure (SPEC §5.2): what the pack needs once the transcript is trimmed (window,
     # cuts, anchors); passive retrieval is filler that lending sizes, so only the role's
     # own pinned results count.
-    pinned_hits = ranked([], set(), view.pinned)[: len(view.pinned)]
+    pinned_hits = ranked([], set(), view.pinned, hits=())
     untrimmed = (
         textops.count(texts.identity)
         + textops.count(texts.rules)
