@@ -1,4 +1,4 @@
-"""`manage.py convert_locomo locomo10.json --conversation 2 --out conv2.json`: LoCoMo as transcripts.
+"""`manage.py convert_locomo locomo10.json --conversation 2 --out c2.json`: LoCoMo as transcripts.
 
 For measuring evidence recall on a public long-conversation benchmark (issue 22). The
 output is babel-transcript/1 JSON with turn keys (the dia_ids) and `questions`.
