@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from campaigns.services.transcripts import FORMAT
+from campaigns.services.converters import finished_transcript, offline_participant, public_turn
 
 DEFAULT_DM_NAME = "MATT"
 
@@ -83,29 +83,8 @@ def crd3_to_transcript(
         role = _role(speaker, dm_name)
         if role != "DM" and role not in roles:
             roles.append(role)
-    participants = [
-        {
-            "role": "DM",
-            "kind": "dm",
-            "model": "offline",
-            "bio": "",
-            "identity": "",
-            "secret": "",
-            "reveal_round": None,
-            "order": 0,
-        }
-    ] + [
-        {
-            "role": role,
-            "kind": "player",
-            "model": "offline",
-            "bio": "",
-            "identity": "",
-            "secret": "",
-            "reveal_round": None,
-            "order": order,
-        }
-        for order, role in enumerate(roles, start=1)
+    participants = [offline_participant("DM", "dm", 0)] + [
+        offline_participant(role, "player", order) for order, role in enumerate(roles, start=1)
     ]
     turns = []
     round_, in_round = 1, 0
@@ -114,26 +93,5 @@ def crd3_to_transcript(
         if role == "DM" and in_round >= turns_per_round:
             round_, in_round = round_ + 1, 0
         in_round += 1
-        turns.append(
-            {
-                "round": round_,
-                "speaker": role,
-                "kind": "narrative" if role == "DM" else "action",
-                "content": text,
-                "visibility": None,
-                "tags": [],
-                "hinge": False,
-            }
-        )
-    return {
-        "format": FORMAT,
-        "experiment": {
-            "name": name,
-            "hook": "",
-            "rules": "",
-            "config": {},
-            "status": "finished",
-        },
-        "participants": participants,
-        "turns": turns,
-    }
+        turns.append(public_turn(round_, role, "narrative" if role == "DM" else "action", text))
+    return finished_transcript(name, participants, turns)
