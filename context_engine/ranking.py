@@ -37,7 +37,7 @@ REFERENCE_DOCS = 10_000  # the collection size `rank_postings` assumes
 MAX_INPUT_WORDS = 16
 MAX_CONTEXT_WORDS = 8
 INPUT_WEIGHT = 1.0
-CONTEXT_WEIGHT = 0.25
+CONTEXT_WEIGHT = 0.1
 NAME_FACTOR = 0.3  # participant names count this much of their word's weight
 MIN_WORD = 3
 

@@ -49,6 +49,7 @@ PRESETS = {
     "standard": Preset(facts=2, hits=40, neighbours=1),
     "deep": Preset(facts=3, hits=80, neighbours=2),
 }
+NEIGHBOURS_FIRST = 5  # hits whose neighbours come before the lower-ranked hits
 CONTEXT_TURNS = 4  # the newest turns whose rarer words join the query
 SNIPPET_TOKENS = 300  # a longer retrieved turn is cut to this
 HEADER = "## Retrieved memories (older turns and facts matching the current input)"
@@ -76,26 +77,19 @@ def query_for(
 
 
 def ranked_hits(
-    query: ranking.Query,
-    postings: dict[str, Sequence[ranking.Posting]],
-    before_round: int | None,
-    rounds: dict[int, int],
-    limit: int,
+    query: ranking.Query, postings: dict[str, Sequence[ranking.Posting]], limit: int
 ) -> list[int]:
-    """Ids of the ``limit`` best-ranked turns older than ``before_round`` (the window's
-    first round; ``rounds`` maps the postings' turn ids to their rounds). The loader and
-    the replay both take their hits here, so they rank alike."""
-    ranked = ranking.rank_postings(query, postings)
-    if before_round is not None:
-        ranked = [s for s in ranked if rounds[s.turn_id] < before_round]
-    return [s.turn_id for s in ranked[:limit]]
+    """Ids of the ``limit`` best-ranked turns. The loader and the replay both take their
+    hits here, so they rank alike. Turns of the hot window may rank too: under strain
+    or a small budget the window does not show them all, and the engine skips those it
+    does show."""
+    return [s.turn_id for s in ranking.rank_postings(query, postings)[:limit]]
 
 
 def search_memory(
     query: ranking.Query,
     turns: Sequence[TurnView],
     preset_name: str,
-    before_round: int | None,
 ) -> tuple[tuple[TurnView, ...], tuple[TurnView, ...]]:
     """(hits, their neighbours) from ``turns`` in memory: what the loader reads from the
     database for a pack, for callers that hold the whole readable history (the Arena's
@@ -106,7 +100,7 @@ def search_memory(
     docs = [(t.id, t.seq, t.content, t.tokens or textops.count(t.content)) for t in shown]
     postings = ranking.postings_of(query, docs)
     chosen = preset(preset_name)
-    ids = ranked_hits(query, postings, before_round, {t.id: t.round for t in shown}, chosen.hits)
+    ids = ranked_hits(query, postings, chosen.hits)
     index = {t.id: i for i, t in enumerate(shown)}
     hits = tuple(shown[index[i]] for i in ids)
     around: dict[int, TurnView] = {}
@@ -193,13 +187,20 @@ def rank(
     out += [h for h in _facts(query, chosen.facts, lore, cold_fields) if h.ref not in placed]
     ordered = sorted({t.id: t for t in known}.values(), key=lambda t: (t.seq, t.id))
     index = {t.id: i for i, t in enumerate(ordered)}
-    for hit in hits[: chosen.hits]:
-        around = _neighbours(hit, ordered, index, chosen.neighbours) if hit.id in index else []
-        for turn in (hit, *around):
-            ref = f"turn:{turn.id}"
-            if ref not in placed:
-                placed.add(ref)
-                out.append(_turn_hit(turn))
+    top = list(hits[: chosen.hits])
+    around = {
+        hit.id: _neighbours(hit, ordered, index, chosen.neighbours) if hit.id in index else []
+        for hit in top
+    }
+    # The best hits bring their exchange at once; then the other hits; then theirs.
+    order = [t for hit in top[:NEIGHBOURS_FIRST] for t in (hit, *around[hit.id])]
+    order += top[NEIGHBOURS_FIRST:]
+    order += [t for hit in top[NEIGHBOURS_FIRST:] for t in around[hit.id]]
+    for turn in order:
+        ref = f"turn:{turn.id}"
+        if ref not in placed:
+            placed.add(ref)
+            out.append(_turn_hit(turn))
     return out
 
 

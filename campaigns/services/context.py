@@ -236,15 +236,13 @@ def _ranked_retrieval(experiment_id: int, viewer: Viewer, needs, query, dm_roles
         return (), ()
     words = query.words
     postings: dict[str, list[Posting]] = {word: [] for word in words}
-    rounds: dict[int, int] = {}
     query_rows = selectors_packs.postings_query(
         experiment_id=experiment_id, viewer=viewer, words=words
     )
-    for index, turn_id, seq, round_, tokens, kind in query_rows.rows() if query_rows else ():
+    for index, turn_id, seq, _round, tokens, kind in query_rows.rows() if query_rows else ():
         if viewer.omniscient or kind != "monologue":
             postings[words[index]].append(Posting(turn_id, seq, tokens))
-            rounds[turn_id] = round_
-    ids = ranked_hits(query, postings, needs.from_round, rounds, needs.retrieval_candidates)
+    ids = ranked_hits(query, postings, needs.retrieval_candidates)
     if not ids:
         return (), ()
     rows = selectors_packs.hit_query(

@@ -278,9 +278,7 @@ class Replay:
         if needs.retrieval_candidates:
             query = query_for(input_text, [t for t in turns if t.content], self.participants)
             readable = [self.turns[i] for i in visible]
-            retrieval, around = search_memory(
-                query, readable, config.retrieval_preset, needs.from_round
-            )
+            retrieval, around = search_memory(query, readable, config.retrieval_preset)
         return PackInput(
             role=role,
             participants=self.participants,

@@ -144,12 +144,10 @@ def with_retrieval(inp: PackInput) -> PackInput:
     """``inp`` with the retrieval hits and neighbours the loader would read for it,
     computed in memory from the role's readable turns (`retrieval.search_memory`)."""
     from context_engine.candidates import readable_turn
-    from context_engine.commands import history_needs
     from context_engine.retrieval import query_for, search_memory
 
     judge = any(p.role == inp.role and p.kind == "judge" for p in inp.participants)
     readable = [t for t in inp.turns if readable_turn(t, inp.role, judge)]
-    needs = history_needs(inp.config, inp.current_round, inp.events)
     query = query_for(inp.input_text, readable, inp.participants)
-    hits, around = search_memory(query, readable, inp.config.retrieval_preset, needs.from_round)
+    hits, around = search_memory(query, readable, inp.config.retrieval_preset)
     return replace(inp, retrieval_turns=hits, retrieval_context=around)
