@@ -462,8 +462,8 @@ def postings_query(*, experiment_id: int, viewer: Viewer, words: list[str]) -> Q
 
 def hit_query(*, experiment_id: int, viewer: Viewer, hit_ids: list[int], neighbours: int) -> Query:
     """The ranked hits' rows, each with the ids of its ``neighbours`` nearest readable
-    turns on each side (no monologues but for judges): ``TURN_COLUMNS`` then ``before0,
-    after0, before1, after1, …``. "Nearest readable" is decided on readable turns only,
+    turns on each side (no monologues but for judges) and of its round's first readable
+    turn: ``TURN_COLUMNS`` then ``before0, after0, before1, after1, …, opening``. "Nearest readable" is decided on readable turns only,
     so what a viewer cannot read moves no neighbour."""
     slots_count = _padded_size(len(hit_ids))
 
@@ -479,6 +479,9 @@ def hit_query(*, experiment_id: int, viewer: Viewer, hit_ids: list[int], neighbo
             later = visible.filter(seq__gt=OuterRef("seq")).order_by("seq")
             around[f"before{k}"] = Subquery(earlier.values("id")[k : k + 1])
             around[f"after{k}"] = Subquery(later.values("id")[k : k + 1])
+        # The round's first readable turn: when it states a date, it dates the hit.
+        opening = visible.filter(round=OuterRef("round")).order_by("seq")
+        around["opening"] = Subquery(opening.values("id")[:1])
         ids = [slots.int(f"hit{i}") for i in range(slots_count)]
         return visible.filter(id__in=ids).annotate(**around).values_list(*TURN_COLUMNS, *around)
 

@@ -18,6 +18,7 @@ retrieved again. Retrieval stays on at every strain tier: it is a local index re
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -53,6 +54,19 @@ NEIGHBOURS_FIRST = 5  # hits whose neighbours come before the lower-ranked hits
 CONTEXT_TURNS = 4  # the newest turns whose rarer words join the query
 SNIPPET_TOKENS = 300  # a longer retrieved turn is cut to this
 HEADER = "## Retrieved memories (older turns and facts matching the current input)"
+
+
+# A stated date or time: "8 May, 2023", "May 8", "1:56 pm", "Day 12", "2023".
+_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
+DATE = re.compile(
+    rf"\b(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})"
+    rf"|(?:{_MONTHS})\s+\d{{1,2}}\b|\d{{1,2}}:\d{{2}}\s*[ap]\.?m\b|day\s+\d+\b|(?:1[6-9]|20)\d{{2}}\b)",
+    re.IGNORECASE,
+)
+
+
+def states_date(turn: TurnView) -> bool:
+    return bool(DATE.search(turn.content))
 
 
 def preset(name: str) -> Preset:
@@ -104,8 +118,11 @@ def search_memory(
     index = {t.id: i for i, t in enumerate(shown)}
     hits = tuple(shown[index[i]] for i in ids)
     around: dict[int, TurnView] = {}
+    openers: dict[int, TurnView] = {}
+    for turn in shown:
+        openers.setdefault(turn.round, turn)
     for hit in hits:
-        for turn in _neighbours(hit, shown, index, chosen.neighbours):
+        for turn in (*_neighbours(hit, shown, index, chosen.neighbours), openers[hit.round]):
             around[turn.id] = turn
     return hits, tuple(sorted(around.values(), key=lambda t: t.seq))
 
@@ -192,10 +209,16 @@ def rank(
         hit.id: _neighbours(hit, ordered, index, chosen.neighbours) if hit.id in index else []
         for hit in top
     }
+    # A round's opening turn, when it states a date, dates every hit of that round (the
+    # loader fetches it with the hit; the first known turn of a round is that opener).
+    openers: dict[int, TurnView] = {}
+    for turn in ordered:
+        openers.setdefault(turn.round, turn)
+    dated = {hit.id: [openers[hit.round]] if states_date(openers[hit.round]) else [] for hit in top}
     # The best hits bring their exchange at once; then the other hits; then theirs.
-    order = [t for hit in top[:NEIGHBOURS_FIRST] for t in (hit, *around[hit.id])]
+    order = [t for hit in top[:NEIGHBOURS_FIRST] for t in (hit, *dated[hit.id], *around[hit.id])]
     order += top[NEIGHBOURS_FIRST:]
-    order += [t for hit in top[NEIGHBOURS_FIRST:] for t in around[hit.id]]
+    order += [t for hit in top[NEIGHBOURS_FIRST:] for t in (*dated[hit.id], *around[hit.id])]
     for turn in order:
         ref = f"turn:{turn.id}"
         if ref not in placed:
