@@ -30,14 +30,14 @@ TURNS: tuple[tuple[int, str, str], ...] = (
     (
         1,
         "Ilse",
-        "Ilse claps Brannoc on the shoulder. \"Food first, then trouble, old friend. "
+        'Ilse claps Brannoc on the shoulder. "Food first, then trouble, old friend. '
         'Steady hands make for a steady night."',
     ),
     (
         1,
         "Garrick",
-        "Garrick rubs the cowrie shell at his throat for luck. \"Mark my words, this city "
-        'will try to rob us before dawn. A warm hearth, a feather pillow and a locked door, '
+        'Garrick rubs the cowrie shell at his throat for luck. "Mark my words, this city '
+        "will try to rob us before dawn. A warm hearth, a feather pillow and a locked door, "
         'that is all I ask."',
     ),
     (
@@ -64,7 +64,7 @@ TURNS: tuple[tuple[int, str, str], ...] = (
         2,
         "Garrick",
         'Garrick rubs the cowrie shell at his throat for luck. "Mark my words, those '
-        'hoods are trouble. I would rather sit by a warm hearth with a feather pillow than '
+        "hoods are trouble. I would rather sit by a warm hearth with a feather pillow than "
         'follow them."',
     ),
     (
@@ -111,7 +111,7 @@ TURNS: tuple[tuple[int, str, str], ...] = (
         4,
         "Ilse",
         'Ilse meets the captain\'s eyes. "We keep steady hands, old friend," she murmurs '
-        "to Garrick. \"We take the job, but we set the price.\"",
+        'to Garrick. "We take the job, but we set the price."',
     ),
     (
         4,
@@ -134,8 +134,7 @@ TURNS: tuple[tuple[int, str, str], ...] = (
     (
         5,
         "Ilse",
-        "Ilse draws her knife and slips inside first. \"Steady hands, old friend. Watch "
-        'the lamp."',
+        'Ilse draws her knife and slips inside first. "Steady hands, old friend. Watch the lamp."',
     ),
     (
         5,
