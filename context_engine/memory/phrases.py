@@ -95,7 +95,9 @@ def phrases_in_sentence(sentence: str, known: frozenset[str]) -> list[tuple[str,
                         found.append((" ".join(words), PHRASE))  # not "sigil under my cloak"
                 elif known and size <= 3 and all(_content(w) for w in words):
                     key = merge_key(" ".join(words))
-                    if key in known:
+                    # A coinable pair's mark lives in its own audience's statistics
+                    # (kind COMMON there); seen elsewhere it must not upgrade this use.
+                    if key in known and not (size == 2 and _coinable_pair(*words)):
                         found.append((" ".join(words), COMMON))
     # A coined word inside a two-word term is that term ("ashfern tonic"); inside a
     # looser phrase ("remembers the thalplix") it is a candidate of its own.

@@ -68,3 +68,25 @@ def test_a_stock_line_stays_one_use_across_separate_hydrations(table):
     play(table, [(4, "Ilse", "Ilse asks Garrick where he found the cowrie shell.")])
     (entry,) = LoreEntry.objects.filter(key="cowrie shell")
     assert entry.audience is None and entry.mention_count == 4
+
+
+def test_a_mark_in_a_gm_note_never_makes_a_public_phrase_lore(table):
+    note = make_turn(
+        table,
+        round=1,
+        kind="gm_note",
+        visibility=["DM"],
+        content="Thorin's gear includes what the divers call a brass lung.",
+    )
+    hydrate_turn(turn=note)
+    lines = [
+        (2, "Ilse", "Ilse polishes the brass lung."),
+        (3, "DM", "Rust spots the brass lung by morning."),
+        (4, "Garrick", "Garrick asks who still wears a brass lung these days."),
+    ]
+    play(table, lines)
+    assert not LoreEntry.objects.filter(key="brass lung", audience_key="*").exists()
+    assert "brass lung" not in lore_keys(table, "Ilse")
+    # Marked in public instead, the same uses make it lore for everyone.
+    play(table, [(5, "DM", "The brass lung wheezes as Ilse straps it on.")])
+    assert "brass lung" in lore_keys(table, "Ilse")
