@@ -223,6 +223,12 @@ class VocabularyStat(models.Model):
     mid = models.PositiveIntegerField(default=0, help_text="Capitalised uses mid-sentence.")
     named = models.BooleanField(default=False, help_text="Introduced by a naming pattern.")
     source_turn_ids = models.JSONField(default=list, blank=True)
+    contexts = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="A lowercase phrase's distinct uses, [turn id, speaker|words] "
+        "(a stock line said again is not a new one).",
+    )
 
     class Meta:
         ordering = ["experiment_id", "key", "audience_key"]

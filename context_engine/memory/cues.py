@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 
 from context_engine.memory.extraction import merge_key
-from context_engine.memory.vocabulary import FACTION_WORDS, TITLES, singular
+from context_engine.memory.vocabulary import FACTION_WORDS, LOCATION_WORDS, TITLES, singular
 
 _CAP_NAME = r"[A-Z][\w'’-]*(?:\s+(?:of\s+(?:the\s+)?|the\s+)?[A-Z][\w'’-]*)*"
 _NAMED = re.compile(
@@ -146,6 +146,13 @@ _BEFORE_ITEM = re.compile(_ITEM + r"\s+(?:a\s+|an\s+|the\s+|his\s+|her\s+|their\
 _AFTER_CHECK = re.compile(r"\s+(?:check|save|saving throw|roll|modifier|bonus)\b", re.I)
 
 
+_BEFORE_NAME = re.compile(
+    r"\b(?:the|in|at|into|onto|to|from|toward|towards|inside|within|near|through|across|"
+    r"beyond|past|passes|passed)\s+(?:the\s+)?\Z"
+)
+_CAMEL = re.compile(r"[a-z][A-Z]")
+
+
 @lru_cache(maxsize=4096)
 def _term_pattern(term: str, ignore_case: bool) -> re.Pattern:
     return re.compile(re.escape(term), re.I if ignore_case else 0)
@@ -216,6 +223,34 @@ def cue(term: str, sentence: str) -> str | None:
     if _cued(term, sentence, after=_AFTER_CHECK, ignore_case=True, word_end=False):
         return "term"
     return None
+
+
+def names_itself(term: str, sentence: str, at_start: bool, ignore: set[str]) -> bool:
+    """Does the narration's wording make ``term`` a proper name on its first mention?
+
+    Its form: a title before a name ("Lady Corisande", "Brother Anselm"), a place or
+    group head ("the Thornwick Gate", "the Ashen Order", "House Vell"), CamelCase, or a
+    run of capitalised words mid-sentence ("asks Harl Dunmore"). Its place: "the" or a
+    place word right before it mid-sentence ("the Greycloaks pass", "in Vell Amar").
+    A lone word at a sentence start, shouting, a participant's own name with a title
+    ("Captain Thorin") never do.
+    """
+    words = term.split()
+    if not term[:1].isupper() or term.isupper() or any(word in ignore for word in words):
+        return False
+    head = singular(words[-1].lower())
+    if len(words) > 1 and (
+        words[0].lower() in TITLES
+        or head in LOCATION_WORDS
+        or head in FACTION_WORDS
+        or words[0].lower() in FACTION_WORDS
+    ):
+        return True
+    if at_start:
+        return False
+    if len(words) > 1 or _CAMEL.search(term):
+        return True
+    return _cued(term, sentence, before=_BEFORE_NAME)
 
 
 def named_names(sentence: str) -> list[str]:

@@ -8,7 +8,14 @@ observations, and ask `admits` whether a term has now earned an entry. Rules (is
   is only ever capitalised at a sentence start is just a sentence start) and two mentions.
 - Anything else needs two mentions, except when a naming pattern introduces it ("a dwarf
   named Brannoc", "the city of Lowmere") or the DM tagged it.
-- Coined phrases built from common words ("trust ledger") need three uses.
+- A proper name said once in narration is introduced by its form or place (issue 22):
+  a title ("Lady Corisande"), a place or group head ("the Thornwick Gate"), "the" or a
+  place word before it ("the Greycloaks pass", "in the Sunken Quarter"), or a run of
+  capitalised words mid-sentence (`cues.names_itself`).
+- Lowercase phrases count their distinct contexts, not their turns: a speaker repeating
+  a stock line adds nothing (`memory.repeats`). A rare-word phrase needs two contexts;
+  two everyday words need a mark first (quotes, a naming cue, "the X of Y", use as a
+  subject: `phrases`), then three uses in two contexts; unmarked they are never lore.
 - Out-of-character talk is never a source (`tabletalk.strip_out_of_character`).
 
 What a sentence's wording says about a term (its category, a naming pattern) is
@@ -23,7 +30,7 @@ from dataclasses import dataclass, replace
 
 from context_engine.memory._text import sentences
 from context_engine.memory.cues import cue as category_cue
-from context_engine.memory.cues import named_names, naming
+from context_engine.memory.cues import named_names, names_itself, naming
 from context_engine.memory.extraction import _hits_in_sentence, merge_key
 from context_engine.memory.kinds import (
     COMMON,
@@ -35,10 +42,12 @@ from context_engine.memory.kinds import (
     WORD,
 )
 from context_engine.memory.phrases import phrases_in_sentence
+from context_engine.memory.repeats import Context, context_of, with_context
 from context_engine.memory.tabletalk import is_meta_talk, strip_out_of_character
 from context_engine.memory.vocabulary import guess_category, singular
 
 COMMON_USES = 3  # a coined phrase of common words must be used this many times
+PHRASE_KINDS = (PHRASE, COMMON, UNMARKED)  # lowercase phrases: their uses are contexts
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,7 @@ class Observation:
     mentions: int  # sentences of the turn that name it
     mid: int  # capitalised uses not at a sentence start
     named: bool  # a naming pattern introduced it (or a DM tag)
+    context: str = ""  # a lowercase phrase's speaker and sentence (`repeats.context_of`)
 
 
 def observe(
@@ -62,12 +72,16 @@ def observe(
     ignore: Iterable[str] = (),
     known_phrases: frozenset[str] = frozenset(),
     tags: Iterable[tuple[str, str]] = (),
+    speaker: str = "",
+    narration: bool = False,
 ) -> list[Observation]:
     """Every candidate ``text`` offers, with its evidence, first-seen order.
 
     ``known_phrases``: merge keys of coined common-word phrases seen marked before (in
     quotes, hyphenated): their plain uses count too. ``tags``: (name, category) the DM
     tagged the turn with; a tagged name mentioned in the text counts as introduced.
+    ``speaker`` tells a stock line from a new use; ``narration`` (the DM's text) lets a
+    proper name said once introduce itself.
     """
     skip = set(ignore)
     stats: dict[str, dict] = {}
@@ -124,7 +138,7 @@ def observe(
                 seen_here.add(key)
             if not at_start and kind in (WORD, NAME):
                 entry["mid"] += 1
-            if key in named:
+            if key in named or (narration and names_itself(term, sentence, at_start, skip)):
                 entry["named"] = True
     for name, category in tags:
         key = merge_key(name)
@@ -132,24 +146,43 @@ def observe(
             stats[key]["named"] = True
             if not stats[key]["cued"]:
                 stats[key]["category"], stats[key]["cued"] = category, True
-    return [Observation(key=key, **values) for key, values in stats.items()]
+    return [
+        Observation(
+            key=key,
+            context=(
+                context_of(values["sentence"], values["term"], speaker)
+                if values["kind"] in PHRASE_KINDS
+                else ""
+            ),
+            **values,
+        )
+        for key, values in stats.items()
+    ]
 
 
-def admits(kind: str, *, mentions: int, turns: int, mid: int, named: bool, rounds: int = 1) -> bool:
+def admits(
+    kind: str,
+    *,
+    mentions: int,
+    turns: int,
+    mid: int,
+    named: bool,
+    contexts: int | None = None,
+) -> bool:
     """Has a term with this much evidence earned a World Bible entry?
 
-    ``rounds``: how many rounds its uses span (first to last). An unmarked pair of common
-    words must recur across the story, not within one exchange ("comment cards" said
-    three times in a row is table talk; "brass lung" in rounds 1, 10 and 11 is a term).
+    ``contexts``: how many distinct contexts a lowercase phrase was used in (a stock
+    line said again is one context; `memory.repeats`), at most ``turns``.
     """
+    contexts = turns if contexts is None else min(contexts, turns)
     if named:
         return True
-    if kind == COMMON:
-        return mentions >= COMMON_USES
     if kind == UNMARKED:
-        return mentions >= COMMON_USES and turns >= COMMON_USES and rounds >= 2
+        return False  # two everyday words recur in any talk: lore only once marked
+    if kind == COMMON:
+        return mentions >= COMMON_USES and contexts >= 2
     if kind == PHRASE:
-        return turns >= 2
+        return contexts >= 2
     if kind == WORD:
         return mentions >= 2 and mid >= 1
     return mentions >= 2
@@ -173,6 +206,7 @@ class TermStats:
     mid: int
     named: bool
     source_ids: tuple[int, ...]
+    contexts: tuple[Context, ...] = ()  # a lowercase phrase's distinct contexts
 
     def admitted(self) -> bool:
         return admits(
@@ -181,7 +215,7 @@ class TermStats:
             turns=self.turns,
             mid=self.mid,
             named=self.named,
-            rounds=self.last_round - self.first_round + 1,
+            contexts=len(self.contexts),
         )
 
 
@@ -209,6 +243,7 @@ def add_observation(
             mid=obs.mid,
             named=obs.named,
             source_ids=(turn_id,),
+            contexts=with_context((), turn_id, obs.context) if obs.context else (),
         )
     kind = min(current.kind, obs.kind, key=KIND_ORDER.index)
     category, cued = current.category, current.cued
@@ -231,6 +266,11 @@ def add_observation(
         mid=current.mid + obs.mid,
         named=current.named or obs.named,
         source_ids=sources,
+        contexts=(
+            with_context(current.contexts, turn_id, obs.context)
+            if obs.context
+            else current.contexts
+        ),
     )
 
 
@@ -241,6 +281,10 @@ def combine(rows: Iterable[TermStats]) -> TermStats | None:
         return None
     first = rows[0]
     cued = next((r for r in rows if r.cued), first)
+    contexts: tuple[Context, ...] = ()
+    for row in rows:
+        for turn_id, context in row.contexts:
+            contexts = with_context(contexts, turn_id, context)
     return replace(
         first,
         kind=min((r.kind for r in rows), key=KIND_ORDER.index),
@@ -252,6 +296,7 @@ def combine(rows: Iterable[TermStats]) -> TermStats | None:
         mid=sum(r.mid for r in rows),
         named=any(r.named for r in rows),
         source_ids=tuple(sorted({i for r in rows for i in r.source_ids}))[:MAX_SOURCES],
+        contexts=contexts,
     )
 
 

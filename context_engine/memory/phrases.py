@@ -1,5 +1,11 @@
-"""Lowercase coinages: rare-word phrases ("ashfern tonic"), unmarked pairs of common words
+"""Lowercase coinages: rare-word phrases ("ashfern tonic"), pairs of common words
 ("brass lung"), phrases marked in quotes, and lone coined words ("thalplix").
+
+A pair of everyday words is said in any talk ("lentil stew", "pure habit"), so it is
+kind UNMARKED, never lore by itself, until something marks it as a name (issue 22):
+quotes, a naming cue ("what the divers call a brass lung", "known as"), "the X of"
+a capitalised name, or use as the subject of a verb of its own ("the brass lung
+wheezes"); a marked use is kind COMMON and from then on its plain uses count too.
 
 Used by `context_engine.memory.observe`, which decides from the kinds returned here how
 much evidence each needs (`observe.admits`).
@@ -48,7 +54,8 @@ def phrases_in_sentence(sentence: str, known: frozenset[str]) -> list[tuple[str,
         for first, second in pairwise(run):
             second = re.sub(r"['’]s$", "", second)
             if _coinable_pair(first, second):
-                found.append((f"{first} {second}", UNMARKED))
+                pair = f"{first} {second}"
+                found.append((pair, COMMON if _marked(pair, sentence) else UNMARKED))
         has_rare = any(base_zipf(w) < PHRASE_RARE_ZIPF for w in run)
         if not has_rare and not known:
             continue  # the common case: nothing in this run can be a phrase
@@ -58,6 +65,8 @@ def phrases_in_sentence(sentence: str, known: frozenset[str]) -> list[tuple[str,
                 phrase = tuple(words)
                 if any("-" in w for w in words):
                     continue  # a hyphenated compound is a candidate of its own
+                if set(words[1:-1]) & _ARTICLES:
+                    continue  # "rubs the cowrie": an article starts a new noun phrase
                 if (
                     has_rare
                     and _qualifies(phrase)
@@ -86,7 +95,9 @@ def phrases_in_sentence(sentence: str, known: frozenset[str]) -> list[tuple[str,
                         found.append((" ".join(words), PHRASE))  # not "sigil under my cloak"
                 elif known and size <= 3 and all(_content(w) for w in words):
                     key = merge_key(" ".join(words))
-                    if key in known:
+                    # A coinable pair's mark lives in its own audience's statistics
+                    # (kind COMMON there); seen elsewhere it must not upgrade this use.
+                    if key in known and not (size == 2 and _coinable_pair(*words)):
                         found.append((" ".join(words), COMMON))
     # A coined word inside a two-word term is that term ("ashfern tonic"); inside a
     # looser phrase ("remembers the thalplix") it is a candidate of its own.
@@ -150,6 +161,7 @@ _PRONOUNS = _split(
     """
 )
 _PRONOUNS |= _split("they them their theirs myself yourself himself herself ourselves")
+_ARTICLES = frozenset({"the", "a", "an"})
 _LONE_LOWER = re.compile(r"(?<![\w'’-])[a-z]{5,}(?![\w'’-])")
 
 
@@ -175,6 +187,50 @@ def _verb_s(word: str) -> bool:
         forms = [stem + "d", stem[:-1] + "ing"]
     # as common as the -s form itself: "barks" (barking), "shows"; not "hearts", "lungs"
     return max(zipf(forms[0]), zipf(forms[1])) >= zipf(word) - 0.4
+
+
+# Marks that make a pair of everyday words a name. A plain "call it pure habit" is an
+# idiom, not a naming: a bare "call" needs an article before the pair.
+_NAMING_BEFORE = re.compile(
+    r"\b(?:(?:called|named|known\s+as|dubbed|so-called)\s+(?:the\s+|an?\s+)?|"
+    r"calls?\s+(?:it\s+|them\s+)?(?:the|an?)\s+)\Z",
+    re.I,
+)
+_THE_BEFORE = re.compile(r"\bthe\s+\Z", re.I)
+_OF_NAME_AFTER = re.compile(r"\s+of\s+(?:the\s+)?[A-Z]")
+_SUBJECT_BEFORE = re.compile(
+    r"(?:\A|[,;:—–]\s*|\b(?:and|but|then|while|as|when|until|where)\s+)(?:the|an?)\s+\Z", re.I
+)
+_VERB_AFTER = re.compile(r"\s+([a-z]+)\b")
+# Verbs that describe a thing rather than have it act: "the lentil stew smells of cumin".
+_LINKING = _split(
+    """
+    is was has does seems looks smells tastes sounds feels gets becomes remains stays
+    appears needs costs means lies sits stands
+    """
+)
+
+
+def _acts(verb: str) -> bool:
+    """A finite verb of the subject's own: "wheezes", "wheezed", not "is" or "smells"."""
+    if verb.endswith("ed"):
+        present = verb[:-2] + "s" if zipf(verb[:-2]) > 0 else verb[:-1] + "s"
+        return present not in _LINKING and zipf(verb) > 0
+    return verb not in _LINKING and _verb_s(verb)
+
+
+def _marked(pair: str, sentence: str) -> bool:
+    """Is this use of ``pair`` marked as a name (see the module doc)?"""
+    for match in re.finditer(r"(?<![\w'’-])" + re.escape(pair) + r"(?![\w-])", sentence):
+        start, end = match.span()
+        if _NAMING_BEFORE.search(sentence, 0, start):
+            return True
+        if _THE_BEFORE.search(sentence, 0, start) and _OF_NAME_AFTER.match(sentence, end):
+            return True
+        verb = _VERB_AFTER.match(sentence, end)
+        if verb and _SUBJECT_BEFORE.search(sentence, 0, start) and _acts(verb.group(1)):
+            return True
+    return False
 
 
 @lru_cache(maxsize=65536)

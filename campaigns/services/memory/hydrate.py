@@ -9,10 +9,12 @@ Rules, in the order they apply to one turn T with audience V (T's visibility):
   mark a name as introduced) are added once to the running `VocabularyStat` rows of
   T's visibility. A term earns an entry for V when the rows every reader of V may read,
   taken together, hold enough evidence (`observe.admits`: two mentions, a capitalised use
-  mid-sentence for a lone word, three turns for a coined phrase of common words, or a
-  naming pattern). Its sources are those rows' turns (plus T), so V is the intersection
-  of its sources' audiences (§4); its offline definition is the first-use sentence
-  among them. Nothing a member of V cannot read is ever used.
+  mid-sentence for a lone word, a naming pattern or a name's form in the DM's narration
+  for one; a lowercase phrase counts distinct contexts, so a speaker's stock line said
+  again is no new use, and two everyday words need a mark first). Its sources are
+  those rows' turns (plus T), so V is the intersection of its sources' audiences (§4);
+  its offline definition is the first-use sentence among them. Nothing a member of V
+  cannot read is ever used.
 - Near-duplicates merge: same `merge_key` ("the Geometers" = "Geometer"), or, within the
   same audience, one key's words appearing as a run in exactly one other entry's key
   ("Maelis" → "Archivist Maelis Orrow").

@@ -48,6 +48,7 @@ def _remove(stats: TermStats, obs, turn_id: int) -> TermStats | None:
         turns=turns,
         mid=max(0, stats.mid - obs.mid),
         source_ids=tuple(i for i in stats.source_ids if i != turn_id),
+        contexts=tuple(c for c in stats.contexts if c[0] != turn_id),
     )
 
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from context_engine.memory.observe import add_observation, admits, observe
+from context_engine.memory.observe import admits, observe
 from context_engine.memory.phrases import _coinable_pair, _coined_word
 from context_engine.memory.tabletalk import is_meta_talk
+from tests.context_engine.memory.turns import admitted_keys
 
 
 def found(text: str, **kwargs) -> dict[str, str]:
@@ -20,13 +21,7 @@ def found(text: str, **kwargs) -> dict[str, str]:
 
 def admitted(turns: list[tuple[int, str]], speakers=()) -> set[str]:
     """Keys that earn an entry when (round, text) are public turns in this order."""
-    stats: dict = {}
-    for seq, (round_, text) in enumerate(turns, start=1):
-        for obs in observe(text, ignore=speakers):
-            stats[obs.key] = add_observation(
-                stats.get(obs.key), obs, turn_id=seq, seq=seq, round_=round_
-            )
-    return {key for key, s in stats.items() if s.admitted()}
+    return admitted_keys(turns, roles=speakers)
 
 
 # --- out of character: the show, the stream, the people playing -----------------------
@@ -133,25 +128,30 @@ def test_a_rare_phrase_is_never_a_clause_with_a_pronoun():
     assert not any("my" in key.split() for key in keys)
 
 
-def test_an_unmarked_coined_phrase_recurring_across_rounds_is_one_entry():
+def test_a_pair_of_everyday_words_recurring_across_rounds_is_lore_only_once_marked():
     turns = [
         (1, "Kess winds the clockwork heart before the duel."),
         (3, "Without a working clockwork heart the golem slumps against the wall."),
         (5, "The clockwork hearts in the vault tick in unison."),
     ]
-    assert "clockwork heart" in admitted(turns)
+    assert "clockwork heart" not in admitted(turns)
     hyphen = [(1, "The clockwork-heart ticks."), *turns[1:]]
     assert "clockwork heart" in admitted(hyphen)
+    called = [(1, "Kess winds what the tinkers call a clockwork heart."), *turns[1:]]
+    assert "clockwork heart" in admitted(called)
+    subject = [*turns[:2], (5, "The clockwork heart stutters and stops.")]
+    assert "clockwork heart" in admitted(subject)
 
 
-def test_a_phrase_said_three_times_in_one_exchange_is_table_talk():
+def test_a_pair_of_everyday_words_is_table_talk_however_often_it_recurs():
     turns = [
-        (2, "We should fill in the ration cards for him."),
-        (2, "Beautiful ration cards, with little drawings."),
-        (2, "I sign all the ration cards."),
+        (1, "We should fill in the ration cards for him."),
+        (4, "Beautiful ration cards, with little drawings."),
+        (9, "I sign all the ration cards."),
     ]
     assert "ration card" not in admitted(turns)
-    assert "ration card" in admitted([(r, t) for r, (_, t) in zip((1, 4, 9), turns, strict=True)])
+    known_as = [(1, "We fill in the stamped slips known as ration cards."), *turns[1:]]
+    assert "ration card" in admitted(known_as)
 
 
 @pytest.mark.parametrize(
@@ -177,10 +177,12 @@ def test_coinages_of_common_words_are_coinable(first, second):
     assert _coinable_pair(first, second)
 
 
-def test_unmarked_phrases_need_three_turns_over_two_rounds():
-    assert not admits("unmarked", mentions=3, turns=3, mid=0, named=False, rounds=1)
-    assert not admits("unmarked", mentions=2, turns=2, mid=0, named=False, rounds=4)
-    assert admits("unmarked", mentions=3, turns=3, mid=0, named=False, rounds=2)
+def test_unmarked_phrases_are_never_admitted_and_marked_ones_need_two_contexts():
+    assert not admits("unmarked", mentions=9, turns=9, mid=0, named=False, contexts=4)
+    assert not admits("common", mentions=3, turns=3, mid=0, named=False, contexts=1)
+    assert admits("common", mentions=3, turns=3, mid=0, named=False, contexts=2)
+    assert not admits("phrase", mentions=5, turns=5, mid=0, named=False, contexts=1)
+    assert admits("phrase", mentions=2, turns=2, mid=0, named=False, contexts=2)
 
 
 def test_a_lone_coined_lowercase_word_is_a_candidate_from_two_turns():

@@ -1,7 +1,10 @@
-"""A tiny builder for TurnView sequences in memory tests."""
+"""A tiny builder for TurnView sequences in memory tests, and the hydrator's admission
+rule over a list of public turns."""
 
 from __future__ import annotations
 
+from context_engine.memory.kinds import COMMON
+from context_engine.memory.observe import add_observation, observe
 from context_engine.types import TurnView
 
 
@@ -69,3 +72,30 @@ def campaign() -> Story:
         tags=("thread:Cross the gorge:resolved", "thread:Pay Vane's price", "npc:Mother Ash"),
     )
     return story
+
+
+def admitted_keys(turns, *, roles=(), dms=("DM",)) -> set[str]:
+    """Merge keys that earn an entry when ``turns`` are public turns in this order.
+
+    Each turn is ``(round, text)`` (an unnamed player's) or ``(round, speaker, text)``;
+    a speaker in ``dms`` narrates. Folds observations as the hydrator does, marked
+    phrases becoming known for the turns after them.
+    """
+    stats: dict = {}
+    known: set[str] = set()
+    for seq, turn in enumerate(turns, start=1):
+        round_, speaker, text = turn if len(turn) == 3 else (turn[0], "", turn[1])
+        found = observe(
+            text,
+            ignore=(*roles, *dms),
+            known_phrases=frozenset(known),
+            speaker=speaker,
+            narration=speaker in dms,
+        )
+        for obs in found:
+            stats[obs.key] = add_observation(
+                stats.get(obs.key), obs, turn_id=seq, seq=seq, round_=round_
+            )
+            if obs.kind == COMMON:
+                known.add(obs.key)
+    return {key for key, s in stats.items() if s.admitted()}

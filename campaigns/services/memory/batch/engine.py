@@ -114,6 +114,8 @@ class Batch(_Writes):
             ignore=self.roles,
             known_phrases=frozenset(self.known_phrases),
             tags=tag_names(turn),
+            speaker=turn.speaker,
+            narration=turn.speaker in self.dms,
         )
         # A "name" longer than a column holds is a shouted sentence, not lore.
         return [

@@ -30,6 +30,7 @@ _STAT_FIELDS = (
     "turns",
     "mid",
     "named",
+    "contexts",
 )
 
 
@@ -111,6 +112,7 @@ def _stats_of(row: VocabularyStat) -> TermStats:
         mid=row.mid,
         named=row.named,
         source_ids=tuple(row.source_turn_ids or ()),
+        contexts=tuple((turn_id, context) for turn_id, context in row.contexts or ()),
     )
 
 
