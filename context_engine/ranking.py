@@ -33,7 +33,7 @@ from context_engine.textops import STOPWORDS
 K1 = 1.2
 B = 0.75
 DF_CAP = 200  # readable matches counted (and ranked) per query word
-REFERENCE_DOCS = 10_000  # the collection size `rank_postings` assumes
+REFERENCE_DOCS = 1_000  # the collection size `rank_postings` assumes (a campaign's order)
 MAX_INPUT_WORDS = 16
 MAX_CONTEXT_WORDS = 8
 INPUT_WEIGHT = 1.0
