@@ -42,7 +42,7 @@ DATE_WEIGHT = 2.0
 DECISION_WEIGHT = 2.0
 FIRST_MENTION_WEIGHT = 2.0
 MIN_SCORE = 1.0  # below this a sentence holds nothing worth a line ("Yes, let's go.")
-MIN_NOVELTY = 0.25  # a sentence whose weight the chosen facts mostly hold is redundant
+MIN_NOVELTY = 0.15  # a sentence whose weight the chosen facts mostly hold is redundant
 ROUND_DECAY = 0.7  # each fact a round already has scales its next candidate's rank by this
 MIN_LINE_TOKENS = 6
 PRIVATE_KINDS = {"whisper": "whisper", "gm_note": "GM note"}
@@ -182,9 +182,7 @@ def _written_out(text: str, covered_lower: str) -> bool:
     head = " ".join(text.split()[:4]).lower()
     if head not in covered_lower:
         return False
-    return any(
-        clip_words(text, limit).rstrip("…").lower() in covered_lower for limit in (16, 30)
-    )
+    return any(clip_words(text, limit).rstrip("…").lower() in covered_lower for limit in (16, 30))
 
 
 def _novelty(fact: Fact, held: dict[str, float]) -> float:
