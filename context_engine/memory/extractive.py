@@ -30,7 +30,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from context_engine.memory._text import clip_words, sentences
-from context_engine.memory.vocabulary import NAME_ZIPF, RARE_ZIPF, STOPWORDS, zipf
+from context_engine.memory.vocabulary import NAME_ZIPF, RARE_ZIPF, STOPWORDS, _words, zipf
 from context_engine.tokens import count
 from context_engine.types import TurnView
 
@@ -50,15 +50,18 @@ PRIVATE_KINDS = {"whisper": "whisper", "gm_note": "GM note"}
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Za-z]|\d[\d,.:/-]*\d|\d")
 _FACT_LINE = re.compile(r"^-\s*R(\d+)\s+([^:]+?):\s*(.+)$")
 DATE_WORDS = frozenset(
-    """
+    _words(
+        """
     january february march april may june july august september october november december
     jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday
     friday saturday sunday yesterday tomorrow tonight today week weekend month year
-    """.split()
+    """
+    )
 )
 # Decisions and changes of state, in the forms a narration uses.
 DECISION_WORDS = frozenset(
-    """
+    _words(
+        """
     decide decides decided choose chooses chose chosen agree agrees agreed accept accepts
     accepted refuse refuses refused swear swears swore sworn promise promises promised vow
     vows vowed vote votes voted sign signs signed buy buys bought sell sells sold give
@@ -70,7 +73,8 @@ DECISION_WORDS = frozenset(
     arrive arrives arrived discover discovers discovered reveal reveals revealed betray
     betrays betrayed break breaks broke broken build builds built begin begins began
     finish finishes finished adopt adopts adopted learn learns learned
-    """.split()
+    """
+    )
 )
 
 
