@@ -89,6 +89,7 @@ class Fact(NamedTuple):
     score: float
     rank: float
     weights: tuple[tuple[str, float], ...]  # each informative word and its weight
+    total: float  # the weights' sum
 
 
 @lru_cache(maxsize=65536)
@@ -106,11 +107,19 @@ def _word_info(word: str, first: bool) -> tuple[str, float, bool]:
     return key, weight, frequency < RARE_ZIPF
 
 
+class _Analysis(NamedTuple):
+    weights: tuple[tuple[str, float], ...]  # informative words, sorted, with their weights
+    weighted: frozenset[str]  # the same words as a set
+    total: float  # their weights' sum
+    mentionable: frozenset[str]  # names and rare words (for first mentions)
+    bonus: float  # a date, a decision or change of state
+    length: int  # words
+
+
 @lru_cache(maxsize=16384)
-def _analyse(text: str) -> tuple[tuple[tuple[str, float], ...], frozenset[str], float, int]:
-    """A sentence's informative words with their weights, its mentionable words, its
-    date and decision bonus and its length in words. Cached: a rolling digest rescores
-    its kept lines each fold."""
+def _analyse(text: str) -> _Analysis:
+    """What one sentence holds, apart from its place in the story. Cached: a rolling
+    digest rescores its kept lines at each fold."""
     weights: dict[str, float] = {}
     mentionable: set[str] = set()
     keys: set[str] = set()
@@ -123,26 +132,37 @@ def _analyse(text: str) -> tuple[tuple[tuple[str, float], ...], frozenset[str], 
         if mention:
             mentionable.add(key)
     bonus = DATE_WEIGHT * bool(keys & DATE_WORDS) + DECISION_WEIGHT * bool(keys & DECISION_WORDS)
-    return tuple(sorted(weights.items())), frozenset(mentionable), bonus, len(words)
+    return _Analysis(
+        weights=tuple(sorted(weights.items())),
+        weighted=frozenset(weights),
+        total=sum(weights.values()),
+        mentionable=frozenset(mentionable),
+        bonus=bonus,
+        length=len(words),
+    )
 
 
 def _fact(order, round_, label, text, speakers: frozenset[str], seen: set[str]) -> Fact:
     """Score one sentence; ``seen`` (names met earlier in story order) is updated.
     Speakers' own names are no information: every line already starts with one."""
-    analysed, mentions, bonus, length = _analyse(text)
-    weights = tuple(item for item in analysed if item[0] not in speakers)
-    mentionable = mentions - speakers
+    analysis = _analyse(text)
+    weights, total = analysis.weights, analysis.total
+    if not speakers.isdisjoint(analysis.weighted):
+        weights = tuple(item for item in weights if item[0] not in speakers)
+        total = sum(weight for _, weight in weights)
+    mentionable = analysis.mentionable - speakers
     first = len(mentionable - seen)
     seen |= mentionable
-    score = sum(weight for _, weight in weights) + bonus + FIRST_MENTION_WEIGHT * first
+    score = total + analysis.bonus + FIRST_MENTION_WEIGHT * first
     return Fact(
         order=order,
         round=round_,
         label=label,
         text=text,
         score=score,
-        rank=score / math.sqrt(max(length, 6)),
+        rank=score / math.sqrt(max(analysis.length, 6)),
         weights=weights,
+        total=total,
     )
 
 
@@ -166,7 +186,9 @@ def candidates(previous_lines: Sequence[str], turns: Sequence[TurnView]) -> list
     )
     for turn in turns:
         for index, sentence in enumerate(sentences(turn.content)):
-            text = clip_words(sentence, FACT_WORDS)
+            text = (
+                sentence if sentence.count(" ") < FACT_WORDS else clip_words(sentence, FACT_WORDS)
+            )
             raw.append(((turn.round, 1, turn.seq, turn.id, index), turn.round, _label(turn), text))
     raw.sort(key=lambda item: item[0])
     seen_names: set[str] = set()
@@ -190,11 +212,9 @@ def _written_out(text: str, covered_lower: str) -> bool:
 
 
 def _novelty(fact: Fact, held: dict[str, float]) -> float:
-    total = sum(weight for _, weight in fact.weights)
-    if total <= 0:
+    if fact.total <= 0:
         return 1.0
-    new = sum(weight for word, weight in fact.weights if word not in held)
-    return new / total
+    return sum(weight for word, weight in fact.weights if word not in held) / fact.total
 
 
 def select(facts: Sequence[Fact], budget: int, *, covered: str = "") -> list[Fact]:
