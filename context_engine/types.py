@@ -113,7 +113,7 @@ class DigestView:
     round_to: int
     text: str
     sections: tuple[tuple[str, str], ...] = ()
-    method: str = "fallback"  # llm | fallback
+    method: str = "fallback"  # llm | repaired | fallback
     version: int = 1
     source_turn_ids: tuple[int, ...] = ()
 

@@ -123,6 +123,7 @@ class Summary(models.Model):
 
     class Method(models.TextChoices):
         LLM = "llm", "Model"
+        REPAIRED = "repaired", "Model, missing headings filled from the offline digest"
         FALLBACK = "fallback", "Deterministic fallback"
 
     experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="summaries")

@@ -6,8 +6,9 @@ what the background tasks would have stored by then, in memory, with the offline
 
 - digests per audience (roles whose digest-eligible visible turns are identical share
   one), folded at the end of a round when due — ``memory_interval`` rounds since the
-  last, or a milestone in the audience's new turns — with the deterministic template
-  (`fallback_digest`), exactly the rule of `campaigns.services.memory.digests`;
+  last, or a milestone in the audience's new turns — with the deterministic offline
+  digest (`fallback_digest`: tagged headings and extracted key facts), exactly the rule
+  of `campaigns.services.memory.digests`;
 - each role's strategic summary of its own monologues older than its last two.
 
 `Replay.pack_input(round, role, config)` then gives the `PackInput` the context service
@@ -19,7 +20,7 @@ re-filters whatever it is given.
 
 Not replayed (documented limits): world-state snapshots (a stored state holds only its
 latest values, so replays pass none), /checkpoint and /clear events, and model-written
-digests (the replay folds with the template, which keeps every hinge by construction).
+digests (the replay folds offline, which keeps every hinge by construction).
 """
 
 from __future__ import annotations

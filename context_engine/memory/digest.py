@@ -1,14 +1,18 @@
-"""The cold layer (SPEC §5.4): a rolling digest per audience, by model or by template.
+"""The cold layer (SPEC §5.4): a rolling digest per audience, by model or offline.
 
 The digest is the memory contract: once turns leave the hot window, the digest is all
 an agent keeps of them. So a model's digest is validated (four headings, length cap),
-hinges it forgot are put back, and on *any* failure the deterministic template takes
-over, which by construction keeps every hinge, faction standing and open thread.
+hinges it forgot are put back, a heading it left out or empty is filled from the
+offline digest (``method="repaired"``), and on any failure that cannot be repaired
+(bad JSON, timeout, no heading at all, over the cap) the offline digest takes over.
+
+The offline digest (`template.build_sections`) keeps every hinge, faction standing and
+open thread its tags give, plus the covered rounds' most informative sentences (Key
+Facts, `extractive`), so it is never empty for a history with content.
 
 Callers pass only turns the audience can read (the Django selector decides that); the
-digest never adds text from anywhere else. Offline, the template *is* the digest: it is
-returned with ``method="fallback"`` and ``model="offline"``, because the Summary model's
-method field knows only ``llm | fallback``.
+digest never adds text from anywhere else. Offline, the offline digest *is* the digest:
+it is returned with ``method="fallback"`` and ``model="offline"``.
 """
 
 from __future__ import annotations
@@ -51,10 +55,11 @@ DIGEST_KEYS = dict(
         strict=True,
     )
 )
+# No "required": the clients reject an answer that lacks a required key outright, and a
+# digest missing one heading is repaired instead (the prompt still asks for all four).
 DIGEST_SCHEMA = {
     "type": "object",
     "properties": {key: {"type": "string"} for key in DIGEST_KEYS.values()},
-    "required": list(DIGEST_KEYS.values()),
 }
 TURN_PROMPT_TOKENS = 600  # one oversized turn cannot crowd the others out of the prompt
 
@@ -63,7 +68,7 @@ TURN_PROMPT_TOKENS = 600  # one oversized turn cannot crowd the others out of th
 class DigestResult:
     text: str
     sections: tuple[tuple[str, str], ...]
-    method: str  # llm | fallback
+    method: str  # llm | repaired (headings filled from the offline digest) | fallback
     model: str  # the model id, "template" after a failure, "offline" without a model
     source_turn_ids: tuple[int, ...]
     fallback_reason: str = ""  # why the model's digest was not used (for logs/admin)
@@ -87,14 +92,16 @@ def fallback_digest(
     model: str = FALLBACK_MODEL,
     reason: str = "",
 ) -> DigestResult:
-    """The deterministic template digest. Never raises; never drops a hinge.
+    """The deterministic offline digest. Never raises; never drops a hinge.
 
     Hinge Index: the previous digest's hinge lines, then one line per hinge turn
     ("- R{round} {speaker}: situation → choice → consequence"). Standing Reasons from
     ``faction:NAME[:STANDING]`` tags, NPC Memory Anchors from ``npc:NAME`` tags, Open
     Threads from ``thread:NAME`` tags (``thread:NAME:resolved`` closes one), each merged
-    with the previous digest's lines. Over ``max_tokens``, NPC anchors go first, then
-    standings, then threads (oldest first); hinge lines are shortened, never removed.
+    with the previous digest's lines. Key Facts: the most informative sentences of the
+    previous digest's facts and the new turns ("- R{round} {speaker}: …"). Over
+    ``max_tokens``, NPC anchors go first, then standings, then threads (oldest first),
+    the facts keeping up to half the budget; hinge lines are shortened, never removed.
     """
     ordered = _ordered(turns)
     ids = _source_ids(previous, turns)
@@ -173,6 +180,34 @@ def _with_all_hinges(body: str, required: list[str]) -> str:
     return "\n".join([body, *missing]) if missing else body
 
 
+def _model_sections(data: dict) -> list[tuple[str, str]]:
+    """The model's four sections in order, a missing or empty one as an empty body."""
+    sections = []
+    for heading, key in DIGEST_KEYS.items():
+        body = data.get(key)
+        sections.append((heading, _clean_body(body) if isinstance(body, str) else ""))
+    return sections
+
+
+def _repaired(
+    sections: list[tuple[str, str]],
+    previous: DigestView | None,
+    turns: Sequence[TurnView],
+    max_tokens: int,
+) -> list[tuple[str, str]]:
+    """Fill each empty section from the offline digest of the same turns.
+
+    A digest with no section of the model's own is no repair: that raises, and the
+    caller falls back to the offline digest whole.
+    """
+    missing = [heading for heading, body in sections if not body]
+    if len(missing) == len(sections):
+        raise InvalidOutputError("The model's digest has none of the required headings.")
+    offline = dict(fallback_digest(previous, turns, max_tokens=max_tokens).sections)
+    log.warning("digest model left out %s; filled from the offline digest", ", ".join(missing))
+    return [(heading, body or offline[heading]) for heading, body in sections]
+
+
 def draft_digest(
     previous: DigestView | None,
     turns: Sequence[TurnView],
@@ -181,19 +216,17 @@ def draft_digest(
     max_tokens: int = 1500,
     timeout: float | None = None,
 ) -> DigestResult:
-    """One model attempt at the digest. Raises LLMError (InvalidOutputError when the
-    answer lacks a heading or breaks the length cap); ``make_digest`` handles that."""
+    """One model attempt at the digest, missing headings repaired. Raises LLMError
+    (InvalidOutputError when nothing of the model's is left or it breaks the length cap
+    once repaired); ``make_digest`` handles that."""
     if is_offline(client):
         return fallback_digest(previous, turns, max_tokens=max_tokens, model=OFFLINE_MODEL)
     messages = digest_messages(previous, turns, max_tokens=max_tokens)
     data = client.complete_json(messages, schema=DIGEST_SCHEMA, timeout=timeout)
-    sections: list[tuple[str, str]] = []
-    for heading, key in DIGEST_KEYS.items():
-        body = data.get(key)
-        body = _clean_body(body) if isinstance(body, str) else ""
-        if not body:
-            raise InvalidOutputError(f"The model's digest is missing the heading {heading!r}.")
-        sections.append((heading, body))
+    sections = _model_sections(data)
+    complete = all(body for _, body in sections)
+    if not complete:
+        sections = _repaired(sections, previous, turns, max_tokens)
     required = hinge_lines_for(previous_sections(previous), _ordered(turns))
     sections[0] = (sections[0][0], _with_all_hinges(sections[0][1], required))
     text = render_digest(tuple(sections))
@@ -203,7 +236,7 @@ def draft_digest(
     return DigestResult(
         text=text,
         sections=tuple(sections),
-        method="llm",
+        method="llm" if complete else "repaired",
         model=client.model,
         source_turn_ids=_source_ids(previous, turns),
     )
@@ -222,9 +255,10 @@ def make_digest(
 ) -> DigestResult:
     """The digest to store. Never raises.
 
-    Transient errors (timeout, 429, 5xx, connection) are retried with backoff; after
-    that, or on any other failure (bad JSON, missing heading, over the cap, safety
-    block), the template fallback is returned with the reason recorded.
+    Transient errors (timeout, 429, 5xx, connection) are retried with backoff; a
+    missing heading is repaired (`draft_digest`); after that, or on any other failure
+    (bad JSON, no heading at all, over the cap, safety block), the offline digest is
+    returned with the reason recorded.
     """
     if is_offline(client):
         return fallback_digest(previous, turns, max_tokens=max_tokens, model=OFFLINE_MODEL)
@@ -239,7 +273,7 @@ def make_digest(
         )
     except Exception as exc:
         reason = f"{getattr(client, 'model', '?')}: {type(exc).__name__}: {exc}"
-        log.warning("digest model failed, using the template: %s", reason)
+        log.warning("digest model failed, using the offline digest: %s", reason)
         return fallback_digest(previous, turns, max_tokens=max_tokens, reason=reason)
 
 

@@ -1,7 +1,10 @@
-"""The digest's markdown form and the deterministic template that fills it.
+"""The digest's markdown form and the deterministic offline digest that fills it.
 
 Kept apart from ``digest.py`` so the model path and the fallback share one renderer and
-one parser: a digest written by either can be folded by the other next time.
+one parser: a digest written by either can be folded by the other next time. The offline
+digest is the four headings a model must write (filled from hinge flags and tags) plus
+a Key Facts part (`extractive.key_facts`) that holds the covered rounds' most
+informative sentences, so history without tags is remembered too.
 """
 
 from __future__ import annotations
@@ -10,10 +13,14 @@ import re
 from collections.abc import Sequence
 
 from context_engine.memory._text import clip_words, first_sentence, sentences
+from context_engine.memory.extractive import candidates, key_facts
 from context_engine.tokens import count
 from context_engine.types import DIGEST_HEADINGS, DigestView, TurnView
 
 HINGES, STANDINGS, ANCHORS, THREADS = DIGEST_HEADINGS
+FACTS = "Key Facts"  # the offline digest's own part; a model is not asked for it
+KNOWN_HEADINGS = (*DIGEST_HEADINGS, FACTS)
+FACTS_SHARE = 2  # facts may claim up to 1/FACTS_SHARE of the budget from tagged lines
 NONE_LINE = "- (none yet)"
 CLOSED = ("resolved", "closed", "done", "ended")
 PART_WORDS = 16  # words per part of a hinge line: situation → choice → consequence
@@ -31,9 +38,10 @@ def render_digest(sections: Sections) -> str:
 
 
 def parse_digest(text: str) -> Sections:
-    """Split a markdown digest into the four known sections (missing ones empty)."""
-    canonical = {heading.lower(): heading for heading in DIGEST_HEADINGS}
-    bodies: dict[str, list[str]] = {heading: [] for heading in DIGEST_HEADINGS}
+    """Split a markdown digest into the four required sections (missing ones empty),
+    then Key Facts when the digest has them."""
+    canonical = {heading.lower(): heading for heading in KNOWN_HEADINGS}
+    bodies: dict[str, list[str]] = {heading: [] for heading in KNOWN_HEADINGS}
     current: str | None = None
     for line in text.splitlines():
         match = _HEADING.match(line)
@@ -41,16 +49,18 @@ def parse_digest(text: str) -> Sections:
             current = canonical.get(match.group(1).strip().lower())
         elif current is not None:
             bodies[current].append(line)
-    return tuple((h, "\n".join(bodies[h]).strip()) for h in DIGEST_HEADINGS)
+    sections = tuple((h, "\n".join(bodies[h]).strip()) for h in KNOWN_HEADINGS)
+    return sections if sections[-1][1] else sections[:-1]
 
 
 def previous_sections(previous: DigestView | None) -> dict[str, list[str]]:
-    """The previous digest's bullet lines per heading (placeholders dropped)."""
-    result: dict[str, list[str]] = {heading: [] for heading in DIGEST_HEADINGS}
+    """The previous digest's bullet lines per heading, Key Facts included (placeholders
+    dropped)."""
+    result: dict[str, list[str]] = {heading: [] for heading in KNOWN_HEADINGS}
     if previous is None:
         return result
     sections = dict(previous.sections) if previous.sections else dict(parse_digest(previous.text))
-    for heading in DIGEST_HEADINGS:
+    for heading in KNOWN_HEADINGS:
         for line in (sections.get(heading) or "").splitlines():
             line = line.strip()
             if line and line != NONE_LINE:
@@ -197,26 +207,51 @@ def _as_sections(lines: dict[str, list[str]]) -> Sections:
     return tuple((h, "\n".join(lines[h]) or NONE_LINE) for h in DIGEST_HEADINGS)
 
 
+def _fit(lines: dict[str, list[str]], limit: int) -> None:
+    """Drop tagged lines, lowest priority first and oldest first, until under ``limit``."""
+    for heading in (ANCHORS, STANDINGS, THREADS):
+        while lines[heading] and count(render_digest(_as_sections(lines))) > limit:
+            lines[heading].pop(0)
+
+
+def _with_facts(sections: Sections, facts: list[str]) -> Sections:
+    return (*sections, (FACTS, "\n".join(facts))) if facts else sections
+
+
 def build_sections(
     previous: dict[str, list[str]], turns: Sequence[TurnView], *, max_tokens: int
 ) -> Sections:
-    """Fill the template, then fit it under ``max_tokens`` without losing a hinge."""
+    """Fill the template and the key facts under ``max_tokens`` without losing a hinge.
+
+    Tagged lines come first, as they always did; the facts take what is left, but may
+    claim up to half the budget from the tagged lines (never from the hinges), so a
+    tag-heavy history still keeps some of what was said.
+    """
     lines = {
         HINGES: hinge_lines_for(previous, turns),
         STANDINGS: _standings(previous[STANDINGS], turns),
         ANCHORS: _anchors(previous[ANCHORS], turns),
         THREADS: _threads(previous[THREADS], turns),
     }
-
-    def too_big() -> bool:
-        return count(render_digest(_as_sections(lines))) > max_tokens
-
-    for heading in (ANCHORS, STANDINGS, THREADS):  # lowest priority first, oldest first
-        while lines[heading] and too_big():
-            lines[heading].pop(0)
-    if too_big():  # hinges alone overflow: shorten them, never drop them
+    _fit(lines, max_tokens)
+    if count(render_digest(_as_sections(lines))) > max_tokens:
+        # hinges alone overflow: shorten them, never drop them
         lines[HINGES] = [clip_words(line, 3 * PART_WORDS // 2) for line in lines[HINGES]]
-    return _as_sections(lines)
+
+    def room() -> int:  # what the facts may use once their heading is written
+        return max_tokens - count(render_digest(_with_facts(_as_sections(lines), ["-"])))
+
+    pool = candidates(previous[FACTS], turns)
+
+    def facts(budget: int) -> list[str]:
+        return key_facts(pool, budget=budget, covered=render_digest(_as_sections(lines)))
+
+    floor = max_tokens // FACTS_SHARE
+    if room() < floor:
+        shortfall = count("\n".join(facts(floor))) - max(room(), 0)
+        if shortfall > 0:
+            _fit(lines, count(render_digest(_as_sections(lines))) - shortfall)
+    return _with_facts(_as_sections(lines), facts(max(room(), 0)))
 
 
 def minimal_sections(previous: dict[str, list[str]], turns: Sequence[TurnView]) -> Sections:
@@ -226,4 +261,4 @@ def minimal_sections(previous: dict[str, list[str]], turns: Sequence[TurnView]) 
         if turn.hinge:
             text = clip_words(" ".join(turn.content.split()), LINE_WORDS)
             lines[HINGES].append(f"- R{turn.round} {turn.speaker}: {text}")
-    return _as_sections(lines)
+    return _with_facts(_as_sections(lines), previous[FACTS])

@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import Max
 
-from campaigns.models import ContextEvent, Experiment, Job, Participant, Turn
+from campaigns.models import ContextEvent, Experiment, Job, Participant, Summary, Turn
 from campaigns.services.memory.audiences import audience_of_role, audiences_for
 from campaigns.services.memory.digests import latest_summary, summarize_one
 from campaigns.services.memory.dispatch import send_on_commit
@@ -163,12 +163,14 @@ def memory_job_run(*, job: Job) -> Job:
             "lore_created": totals["created"],
             "lore_updated": totals["updated"],
         }
-        fallbacks = sum(1 for s in summaries if s["method"] == "fallback")
+        fallbacks = sum(1 for s in summaries if s["method"] == Summary.Method.FALLBACK)
+        repaired = sum(1 for s in summaries if s["method"] == Summary.Method.REPAIRED)
         _progress(
             job,
             100,
             f"{len(summaries)} digest(s) current"
-            + (f", {fallbacks} by the template fallback" if fallbacks else ""),
+            + (f", {fallbacks} by the template fallback" if fallbacks else "")
+            + (f", {repaired} repaired from the offline digest" if repaired else ""),
             status=Job.Status.SUCCEEDED,
             result=result,
         )

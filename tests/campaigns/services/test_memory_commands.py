@@ -11,8 +11,9 @@ from django.core.exceptions import ValidationError
 from campaigns import demo
 from campaigns.models import ContextEvent, Job, LoreEntry, LoreRevision, Summary
 from campaigns.services import transcripts
-from campaigns.services.experiments import participant_create
+from campaigns.services.experiments import experiment_update, participant_create
 from campaigns.services.memory import memory_job_run, run_command
+from context_engine.memory.template import FACTS
 from context_engine.types import DIGEST_HEADINGS
 from tests.campaigns.services.memory_support import leaks, use_gemini
 from tests.factories import make_turn
@@ -68,7 +69,7 @@ def assert_no_player_leaks(experiment):
 # -- offline (no API key) -----------------------------------------------------------------
 
 
-def test_checkpoint_on_the_demo_gives_each_audience_a_digest_with_the_four_headings(
+def test_checkpoint_on_the_demo_gives_each_audience_a_digest_with_the_headings_and_facts(
     demo_campaign, owner, django_capture_on_commit_callbacks
 ):
     job = checkpoint(demo_campaign, owner, django_capture_on_commit_callbacks)
@@ -79,7 +80,8 @@ def test_checkpoint_on_the_demo_gives_each_audience_a_digest_with_the_four_headi
     assert sorted(list(a) for a in digests) == DEMO_AUDIENCES
     last_seq = demo_campaign.turns.order_by("-seq").first().seq
     for summary in digests.values():
-        assert headings(summary.text) == list(DIGEST_HEADINGS)
+        assert headings(summary.text) == [*DIGEST_HEADINGS, FACTS]
+        assert re.search(r"^- R\d+ \w+", dict(summary.sections)[FACTS], flags=re.MULTILINE)
         assert (summary.method, summary.model) == ("fallback", "offline")
         assert summary.round_to == 13
         assert summary.covered_seq <= last_seq
@@ -280,7 +282,7 @@ def test_with_gemini_answering_the_digests_come_from_the_model_and_still_leak_no
     assert_no_player_leaks(demo_campaign)
 
 
-@pytest.mark.parametrize("failure", ["500", "malformed_json", "missing_heading", "slow"])
+@pytest.mark.parametrize("failure", ["500", "malformed_json", "slow"])
 def test_with_gemini_failing_every_audience_gets_the_template_and_nothing_leaks(
     failure, demo_campaign, owner, settings, gemini_standin, django_capture_on_commit_callbacks
 ):
@@ -295,8 +297,29 @@ def test_with_gemini_failing_every_audience_gets_the_template_and_nothing_leaks(
     assert sorted(list(a) for a in digests) == DEMO_AUDIENCES
     for summary in digests.values():
         assert (summary.method, summary.model) == ("fallback", "template")
-        assert headings(summary.text) == list(DIGEST_HEADINGS)
+        assert headings(summary.text) == [*DIGEST_HEADINGS, FACTS]
     assert gemini_standin.requests, "the model was really asked"
     terms = public_terms(demo_campaign)
     assert {"brinewick oil", "ashfern tonic", "void-chisel"} <= terms
+    assert_no_player_leaks(demo_campaign)
+
+
+def test_with_gemini_leaving_out_a_heading_every_digest_is_repaired_and_nothing_leaks(
+    demo_campaign, owner, settings, gemini_standin, django_capture_on_commit_callbacks
+):
+    use_gemini(settings, gemini_standin)
+    # Its own client, so the definer's failures (every answer misses a field) do not
+    # trip the summarizer's circuit breaker.
+    config = {**demo_campaign.config, "summarizer_model": "gemini-2.0-pro"}
+    experiment_update(experiment=demo_campaign, config=config)
+    gemini_standin.set_default("missing_heading")  # every digest answer lacks "open_threads"
+    job = checkpoint(demo_campaign, owner, django_capture_on_commit_callbacks)
+    assert job.status == Job.Status.SUCCEEDED
+    assert "4 repaired from the offline digest" in job.message
+    for summary in latest_digests(demo_campaign).values():
+        assert (summary.method, summary.model) == ("repaired", "gemini-2.0-pro")
+        assert headings(summary.text) == list(DIGEST_HEADINGS)
+        sections = dict(summary.sections)
+        assert "(stand-in)" in sections["Hinge Index"]
+        assert "(stand-in)" not in sections["Open Threads"]  # filled offline
     assert_no_player_leaks(demo_campaign)

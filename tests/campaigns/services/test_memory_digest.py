@@ -255,13 +255,56 @@ def test_older_monologues_become_the_speakers_own_strategic_summary(campaign):
     assert strategic_update(experiment=campaign, role="Thorin") is None
 
 
+# -- what an offline digest holds ------------------------------------------------------------
+
+
+def test_an_offline_digest_of_untagged_history_holds_facts_with_their_rounds(campaign):
+    for round_ in range(1, 9):
+        make_turn(campaign, round=round_, content="The road is long and the day is grey again.")
+        make_turn(campaign, round=round_, speaker="Cassia", content="I walk on and say nothing.")
+    make_turn(campaign, round=3, content="The ferryman Osric asks 40 silver crowns on 2 June.")
+    make_turn(campaign, round=5, speaker="Cassia", content="I decided to buy the Saltmere map.")
+    make_turn(
+        campaign,
+        round=6,
+        speaker="Thorin",
+        kind="whisper",
+        content="I stole the Quillstone from Osric.",
+        visibility=["Thorin", "DM"],
+    )
+    make_turn(
+        campaign, round=7, kind="gm_note", content="Osric is the Ashen Prior.", visibility=["DM"]
+    )
+    cassia = dict(fold(campaign, ["Cassia"], 8).sections)["Key Facts"]
+    assert "- R3 DM: The ferryman Osric asks 40 silver crowns on 2 June." in cassia
+    assert "- R5 Cassia: I decided to buy the Saltmere map." in cassia
+    assert "Quillstone" not in cassia and "Ashen Prior" not in cassia
+    dm = dict(fold(campaign, ["DM"], 8).sections)["Key Facts"]
+    assert "- R6 Thorin (whisper): I stole the Quillstone from Osric." in dm
+    assert "- R7 DM (GM note): Osric is the Ashen Prior." in dm
+
+
 # -- model faults --------------------------------------------------------------------------
+
+
+def test_a_model_digest_missing_a_heading_is_stored_repaired_from_the_offline_digest(
+    campaign, fog, settings, gemini_standin
+):
+    use_gemini(settings, gemini_standin)
+    gemini_standin.script(["missing_heading"])  # the answer has no "open_threads"
+    summary = fold(campaign, ["DM"], 1)
+    assert (summary.method, summary.model) == ("repaired", "gemini-2.5-flash")
+    assert len(gemini_standin.requests) == 1
+    sections = dict(summary.sections)
+    assert [h for h, _ in summary.sections] == list(DIGEST_HEADINGS)
+    assert "(stand-in)" in sections["Hinge Index"]
+    assert sections["Open Threads"].startswith("- quillstone:")  # from the whisper's tag
 
 
 @pytest.mark.parametrize(
     "script",
-    [["500", "500", "500"], ["429", "429", "429"], ["malformed_json"], ["missing_heading"]],
-    ids=["500", "429", "malformed", "missing-heading"],
+    [["500", "500", "500"], ["429", "429", "429"], ["malformed_json"]],
+    ids=["500", "429", "malformed"],
 )
 def test_when_the_model_fails_the_fallback_keeps_every_hinge(
     script, campaign, fog, settings, gemini_standin

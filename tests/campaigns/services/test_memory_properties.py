@@ -4,9 +4,10 @@ Random campaigns (2–3 players, sometimes a judge), random turns of every kind 
 audiences, each carrying a unique marker word (a capitalised name and a coined lowercase
 compound, in its text and tags), some turns quoting earlier markers. Turns go in through
 `turn_create`, so the real after-commit dispatch hydrates them and runs the summarizer
-when due; then a /checkpoint folds every audience. Afterwards, for every non-judge role:
-no marker it cannot read in some turn appears in any digest, summary, lore entry or pack
-it receives, nor any secret but its own.
+when due; then a /checkpoint folds every audience (offline: the extractive digest, whose
+Key Facts quote marked sentences). Afterwards, for every non-judge role: no marker it
+cannot read in some turn appears in any digest, summary, lore entry or pack it receives,
+nor any secret but its own.
 """
 
 from __future__ import annotations
@@ -187,6 +188,13 @@ def test_no_marker_reaches_a_role_outside_its_audience(
     # Monologues never go into a digest: with any other turn, the checkpoint made one.
     if any(turn["kind"] != "monologue" for turn in spec["turns"]):
         assert Summary.objects.filter(experiment=experiment, kind="digest").exists()
+    # The offline digest is extractive: each audience's latest one quotes marked sentences
+    # in its Key Facts, so the sweep below really checks what the extraction chose.
+    latest = {}
+    for summary in Summary.objects.filter(experiment=experiment, kind="digest").order_by("version"):
+        latest[summary.audience_key] = summary
+    for summary in latest.values():
+        assert markers_in(dict(summary.sections).get("Key Facts", "")), summary.text
     # Hydration ran turn by turn already: the catch-up pass finds nothing new.
     assert hydrate_experiment(experiment=experiment)["created"] == []
     for role in ["DM", *spec["players"]]:

@@ -181,13 +181,14 @@ def test_a_model_digest_that_forgets_a_hinge_gets_it_back(model):
         (["disconnect", "disconnect", "disconnect"], 3),
         (["slow", "slow", "slow"], 3),
         (["malformed_json"], 1),
-        (["missing_heading"], 1),
         (["garbage"], 1),
         (["safety"], 1),
         (["400"], 1),
     ],
 )
-def test_any_failure_falls_back_to_the_template_keeping_every_hinge(model, script, requests):
+def test_any_failure_that_cannot_be_repaired_falls_back_keeping_every_hinge(
+    model, script, requests
+):
     client, server = model
     server.script(script)
     sleeps: list[float] = []
@@ -199,6 +200,43 @@ def test_any_failure_falls_back_to_the_template_keeping_every_hinge(model, scrip
     assert "- R1 Thorin: " in result.text and "- R2 Cassia: " in result.text
     assert len(server.requests) == requests  # only transient faults are retried
     assert sleeps == [0.5, 1.0][: requests - 1]
+
+
+def test_a_model_digest_missing_a_heading_is_repaired_not_discarded(model):
+    client, server = model
+    server.script(["missing_heading"])  # the answer has no "open_threads"
+    turns = campaign().turns
+    result = make_digest(None, turns, client=client, sleep=lambda s: None)
+    assert (result.method, result.model) == ("repaired", client.model)
+    assert not result.fallback_reason
+    assert len(server.requests) == 1
+    assert headings_of(result.text) == list(DIGEST_HEADINGS)
+    sections = dict(result.sections)
+    offline = dict(fallback_digest(None, turns).sections)
+    assert sections["Open Threads"] == offline["Open Threads"]
+    assert sections["Open Threads"].startswith("- Pay Vane's price:")
+    assert "stand-in" in sections["Hinge Index"]  # the model's own sections are kept
+
+
+def test_a_model_digest_with_every_heading_empty_falls_back_whole(model):
+    client, server = model
+    server.script([Reply(text=json.dumps({"hinge_index": " ", "open_threads": ""}))])
+    turns = campaign().turns
+    result = make_digest(None, turns, client=client, sleep=lambda s: None)
+    assert (result.method, result.model) == ("fallback", "template")
+    assert "none of the required headings" in result.fallback_reason
+    assert result == fallback_digest(None, turns, reason=result.fallback_reason)
+
+
+def test_a_repaired_model_digest_over_the_length_cap_falls_back(model):
+    client, server = model
+    server.script([Reply(text=json.dumps({"hinge_index": "- " + "words " * 400}))])
+    result = make_digest(
+        None, campaign().turns, client=client, sleep=lambda s: None, max_tokens=200
+    )
+    assert result.method == "fallback"
+    assert "cap" in result.fallback_reason
+    assert count(result.text) <= 200
 
 
 def test_transient_faults_then_success_give_the_model_digest(model):
