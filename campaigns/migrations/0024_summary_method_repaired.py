@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('campaigns', '0022_turn_matches_planned_per_call'),
+        ('campaigns', '0023_vocabulary_contexts'),
     ]
 
     operations = [
