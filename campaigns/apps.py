@@ -7,5 +7,5 @@ class CampaignsConfig(AppConfig):
     verbose_name = "Campaigns"
 
     def ready(self) -> None:
-        # Registers the `readable_by` JSON lookup used by campaigns.selectors.
-        from campaigns import lookups  # noqa: F401
+        # Registers the `readable_by` JSON lookup used by campaigns.reads.selectors.
+        from campaigns.reads import lookups  # noqa: F401

@@ -13,11 +13,11 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
 from rest_framework import exceptions as drf
 
-from campaigns import selectors
 from campaigns.api import access as api_access
 from campaigns.api.access import Access
 from campaigns.models import Participant
-from campaigns.selectors import Viewer
+from campaigns.reads import selectors
+from campaigns.reads.selectors import Viewer
 
 
 @contextmanager

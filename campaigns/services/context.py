@@ -6,9 +6,9 @@ within their TTL, the role's own last monologues, full-text retrieval candidates
 newest digest and strategic summary the role may read, lore, state, the last cut — and
 hands frozen dataclasses to `build_pack`. Token counts come from the cached column.
 
-Every query is precompiled (`campaigns.precompiled`): built by the ORM once per shape,
+Every query is precompiled (`campaigns.reads.precompiled`): built by the ORM once per shape,
 then only bound and executed, rows read as tuples of the columns the engine uses. The
-visibility-filtered ones live in `campaigns.selectors_packs`, built from the selectors'
+visibility-filtered ones live in `campaigns.reads.packs`, built from the selectors'
 own rules. Queries for the default (`layered`) strategy: experiment + world state +
 newest round (1), participants (1), last command events (1), window + hinge anchors (1),
 own monologues (1), retrieval (1, only with an input), lore (1), digest + strategic
@@ -22,10 +22,10 @@ has changed since the same pack was built.
 
 from __future__ import annotations
 
-from campaigns import adapters, selectors, selectors_packs
 from campaigns.models import ContextEvent, Experiment, Participant
-from campaigns.precompiled import Query, compile_once, json_value, run_all
-from campaigns.selectors import Viewer
+from campaigns.reads import adapters, packs, selectors
+from campaigns.reads.precompiled import Query, compile_once, json_value, run_all
+from campaigns.reads.selectors import Viewer
 from campaigns.services.memory.retrieval import PINS_READ, pinned_from_rows
 from context_engine.commands import history_needs
 from context_engine.pack import build_pack
@@ -98,7 +98,7 @@ def pack_input_for_role(
     window, monologues, stubs, hits, pins, lore, summaries = run_all(
         [
             *_turn_queries(experiment_id, viewer, role, needs),
-            selectors_packs.whisper_stub_query(
+            packs.whisper_stub_query(
                 experiment_id=experiment_id,
                 viewer=viewer,
                 from_round=needs.from_round,
@@ -107,7 +107,7 @@ def pack_input_for_role(
             )
             if needs.unreadable_whispers and not viewer.omniscient
             else None,
-            selectors_packs.search_turn_query(
+            packs.search_turn_query(
                 experiment_id=experiment_id,
                 viewer=viewer,
                 words=selectors.search_words(input_text),
@@ -117,9 +117,9 @@ def pack_input_for_role(
             )
             if needs.retrieval_candidates and input_text.strip()
             else None,
-            selectors_packs.pin_id_query(experiment_id=experiment_id, role=role, count=PINS_READ),
-            selectors_packs.lore_query(experiment_id=experiment_id, viewer=viewer),
-            selectors_packs.newest_summary_query(
+            packs.pin_id_query(experiment_id=experiment_id, role=role, count=PINS_READ),
+            packs.lore_query(experiment_id=experiment_id, viewer=viewer),
+            packs.newest_summary_query(
                 experiment_id=experiment_id, viewer=viewer, own_key=audience_key((role,))
             ),
         ]
@@ -212,8 +212,8 @@ def _events_query(experiment_id: int) -> Query:
 def _turn_queries(experiment_id: int, viewer: Viewer, role: str, needs) -> list[Query | None]:
     """The window (or everything, for ``full_history``) and the role's own monologues."""
     if needs.full:
-        return [selectors_packs.all_turn_query(experiment_id=experiment_id, viewer=viewer), None]
-    window = selectors_packs.window_turn_query(
+        return [packs.all_turn_query(experiment_id=experiment_id, viewer=viewer), None]
+    window = packs.window_turn_query(
         experiment_id=experiment_id,
         viewer=viewer,
         from_round=needs.from_round,
@@ -221,7 +221,7 @@ def _turn_queries(experiment_id: int, viewer: Viewer, role: str, needs) -> list[
         last_turns=needs.last_turns,
     )
     monologues = (
-        selectors_packs.own_monologue_query(
+        packs.own_monologue_query(
             experiment_id=experiment_id, viewer=viewer, speaker=role, count=needs.monologue_count
         )
         if needs.monologue_count

@@ -11,8 +11,9 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from campaigns import selectors, tasks
+from campaigns import tasks
 from campaigns.models import SearchBacklog, Turn
+from campaigns.reads import selectors
 from campaigns.services import transcripts
 from campaigns.services.transcripts import indexing
 from tests.factories import make_turn

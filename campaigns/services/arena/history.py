@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from campaigns import adapters, selectors
 from campaigns.models import Experiment, Fact, Participant
+from campaigns.reads import adapters, selectors
 from campaigns.services.validation import effective_config
 from context_engine.arena import FactView, History, ModelJudge, OfflineJudge, derive_facts
 from context_engine.llm import is_offline

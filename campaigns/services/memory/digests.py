@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from campaigns.adapters import digest_view, turn_views
 from campaigns.models import MONOLOGUE_KIND, Experiment, Summary, Turn
-from campaigns.selectors import dm_roles, turns_visible_to, viewer_for_role
+from campaigns.reads.adapters import digest_view, turn_views
+from campaigns.reads.selectors import dm_roles, turns_visible_to, viewer_for_role
 from campaigns.services.lore import actor_for
 from campaigns.services.memory.audiences import Audience, audiences_for, turns_for_audience
 from campaigns.services.memory.backends import (

@@ -41,9 +41,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from campaigns.adapters import turn_view
 from campaigns.models import Experiment, HydrationCursor, LoreEntry, LoreRevision, Turn
-from campaigns.selectors import OMNISCIENT, dm_roles, turns_visible_to
+from campaigns.reads.adapters import turn_view
+from campaigns.reads.selectors import OMNISCIENT, dm_roles, turns_visible_to
 from campaigns.services.memory.audiences import digest_turns
 from campaigns.services.memory.backends import (
     definer_client,

@@ -12,8 +12,8 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, IntegrityError, transaction
 
-from campaigns.adapters import llm_settings
 from campaigns.models import Experiment, Job, Participant, RoundStep, Turn
+from campaigns.reads.adapters import llm_settings
 from campaigns.services.context import pack_for_role
 from campaigns.services.relay.common import (
     RETRY_ATTEMPTS,

@@ -1,10 +1,10 @@
 """The pack loader's visibility-filtered reads, as precompiled SQL returning tuples.
 
-Part of `campaigns.selectors`: every query here is built from the same rules
+Part of `campaigns.reads.selectors`: every query here is built from the same rules
 (`selectors._turn_rule`, `selectors._readable`, hence the `readable_by` lookup) and
-compiled once per shape by `campaigns.precompiled`, so no visibility rule is written
+compiled once per shape by `campaigns.reads.precompiled`, so no visibility rule is written
 twice. A pack needs eight or so of these reads per call; through the ORM each cost more
-to build and compile than to run. `tests/campaigns/test_selectors_packs.py` checks them
+to build and compile than to run. `tests/campaigns/test_packs.py` checks them
 against the ORM selectors with Hypothesis.
 
 Rows are plain tuples in the column order of the ``*_COLUMNS`` constants; JSON columns
@@ -17,10 +17,10 @@ from django.db import connection
 from django.db.models import BooleanField, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from campaigns import selectors
 from campaigns.models import LORE_FIELDS, MONOLOGUE_KIND, LoreEntry, RetrievalPin, Summary, Turn
-from campaigns.precompiled import Precompiled, Query, compile_once
-from campaigns.selectors import Viewer
+from campaigns.reads import selectors
+from campaigns.reads.precompiled import Precompiled, Query, compile_once
+from campaigns.reads.selectors import Viewer
 
 TURN_COLUMNS = (
     "id",

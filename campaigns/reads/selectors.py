@@ -216,12 +216,12 @@ def search_turns(
     """Turns this viewer may read that match any word of ``text``, newest first.
 
     Uses the database's own full-text engine (PostgreSQL tsvector + GIN, SQLite FTS5)
-    through `selectors_packs.search_turn_rows`, audience-filtered like every other read.
+    through `packs.search_turn_rows`, audience-filtered like every other read.
     """
-    from campaigns import selectors_packs
+    from campaigns.reads import packs
 
     experiment_id = experiment if isinstance(experiment, int) else experiment.pk
-    rows = selectors_packs.search_turn_rows(
+    rows = packs.search_turn_rows(
         experiment_id=experiment_id,
         viewer=viewer,
         words=search_words(text),
