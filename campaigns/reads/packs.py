@@ -17,7 +17,15 @@ from django.db import connection
 from django.db.models import BooleanField, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from campaigns.models import LORE_FIELDS, MONOLOGUE_KIND, LoreEntry, RetrievalPin, Summary, Turn
+from campaigns.models import (
+    LORE_FIELDS,
+    MONOLOGUE_KIND,
+    Experiment,
+    LoreEntry,
+    RetrievalPin,
+    Summary,
+    Turn,
+)
 from campaigns.reads import selectors
 from campaigns.reads.precompiled import Precompiled, Query, compile_once
 from campaigns.reads.selectors import Viewer
@@ -409,3 +417,30 @@ def _sqlite_search(key, viewer, before_round, limit, columns) -> Precompiled:
 
 
 _joined: dict[tuple, Precompiled] = {}
+
+
+def search_turns(
+    *,
+    experiment: Experiment | int,
+    viewer: Viewer,
+    text: str,
+    before_round: int | None = None,
+    limit: int = 10,
+) -> list[Turn]:
+    """Turns this viewer may read that match any word of ``text``, newest first.
+
+    Uses the database's own full-text engine (PostgreSQL tsvector + GIN, SQLite FTS5)
+    through `search_turn_rows`, audience-filtered like every other read.
+    """
+    experiment_id = experiment if isinstance(experiment, int) else experiment.pk
+    rows = search_turn_rows(
+        experiment_id=experiment_id,
+        viewer=viewer,
+        words=selectors.search_words(text),
+        before_round=before_round,
+        limit=limit,
+        scan_limit=selectors.SEARCH_SCAN_LIMIT,
+        columns=("id", "seq"),
+    )
+    found = Turn.objects.in_bulk([row[0] for row in rows])
+    return [found[row[0]] for row in rows if row[0] in found]

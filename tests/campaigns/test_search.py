@@ -3,7 +3,7 @@
 import pytest
 
 from campaigns.models import Turn
-from campaigns.reads import selectors
+from campaigns.reads import packs, selectors
 from tests.factories import make_experiment, make_turn
 
 pytestmark = pytest.mark.django_db
@@ -13,7 +13,7 @@ def _search(experiment, role, text, **kwargs):
     viewer = selectors.viewer_for_role(experiment=experiment, role=role)
     return [
         t.content
-        for t in selectors.search_turns(experiment=experiment, viewer=viewer, text=text, **kwargs)
+        for t in packs.search_turns(experiment=experiment, viewer=viewer, text=text, **kwargs)
     ]
 
 

@@ -17,12 +17,11 @@ from django.db import transaction
 from django.db.models import Max
 
 from campaigns.models import Experiment, LoreEntry, RetrievalPin, Turn
-from campaigns.reads.packs import pin_id_query, pin_id_rows
+from campaigns.reads.packs import pin_id_query, pin_id_rows, search_turns
 from campaigns.reads.precompiled import json_value
 from campaigns.reads.selectors import (
     Viewer,
     lore_visible_to,
-    search_turns,
     turns_visible_to,
 )
 from context_engine.commands import RETRIEVAL_COMMANDS
