@@ -8,4 +8,7 @@ class CampaignsConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the `readable_by` JSON lookup used by campaigns.reads.selectors.
+        # Registers the Celery tasks in every process, eager ones included: services
+        # send them by name (campaigns.services.dispatch) and never import them.
+        from campaigns import tasks  # noqa: F401
         from campaigns.reads import lookups  # noqa: F401
