@@ -23,7 +23,7 @@ from campaigns.models import (
     WorldState,
 )
 from campaigns.reads import selectors
-from campaigns.services.validation import clean_visibility
+from campaigns.validation import clean_visibility
 
 
 class ParticipantInline(admin.TabularInline):

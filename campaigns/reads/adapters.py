@@ -14,7 +14,7 @@ from django.conf import settings
 from campaigns.models import ContextEvent, Experiment, LoreEntry, Participant, Summary, Turn
 from campaigns.models import WorldState as WorldStateModel
 from campaigns.reads.precompiled import json_value
-from campaigns.services.validation import effective_config
+from campaigns.validation import effective_config
 from context_engine.llm.factory import LLMSettings
 from context_engine.types import (
     ContextEventView,

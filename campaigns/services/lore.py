@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 
 from campaigns.models import Experiment, LoreEntry, LoreRevision
 from campaigns.reads.selectors import current_round
-from campaigns.services.validation import clean_round, clean_visibility
+from campaigns.validation import clean_round, clean_visibility
 from context_engine.memory.extraction import merge_key
 from context_engine.visibility import audience_key
 

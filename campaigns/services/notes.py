@@ -20,7 +20,7 @@ from campaigns.models import Experiment, LoreEntry, LoreRevision, Summary, Turn,
 from campaigns.services.dispatch import send_on_commit
 from campaigns.services.lore import actor_for
 from campaigns.services.turns import turn_create
-from campaigns.services.validation import clean_content, max_content_chars
+from campaigns.validation import clean_content, max_content_chars
 from context_engine import tokens
 
 

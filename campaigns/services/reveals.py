@@ -25,7 +25,7 @@ from django.db import IntegrityError, transaction
 from campaigns.models import Experiment, Participant, Turn, VisibilityChange
 from campaigns.reads.selectors import dm_roles
 from campaigns.services.memory.reveals import after_reveal
-from campaigns.services.validation import clean_visibility
+from campaigns.validation import clean_visibility
 from context_engine.visibility import parse_stored_visibility
 
 

@@ -6,7 +6,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from campaigns.api.access import get_experiment_for, job_as_read_by, reading_viewer
+from campaigns.access import get_experiment_for, job_as_read_by, reading_viewer
 from campaigns.api.serializers import JobSerializer
 from campaigns.api.serializers.arena import (
     ArenaRunSerializer,

@@ -8,7 +8,7 @@ from rest_framework import status
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
-from campaigns.api.access import get_experiment_for, parse_id, reading_viewer
+from campaigns.access import get_experiment_for, parse_id, reading_viewer
 from campaigns.api.examples import PARTICIPANT_EXAMPLES
 from campaigns.api.serializers import (
     ExperimentCreateSerializer,

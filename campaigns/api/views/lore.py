@@ -7,7 +7,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from campaigns.api.access import get_experiment_for, get_lore_for, reading_viewer
+from campaigns.access import get_experiment_for, get_lore_for, reading_viewer
 from campaigns.api.examples import LORE_EXAMPLES
 from campaigns.api.serializers import LoreCreateSerializer, LoreSerializer, LoreUpdateSerializer
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated

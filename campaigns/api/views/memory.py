@@ -9,7 +9,7 @@ from rest_framework import status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
-from campaigns.api.access import (
+from campaigns.access import (
     check_context_role,
     get_experiment_for,
     job_as_read_by,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from django.core.cache import cache
 from django.db.models import Count, OuterRef, Subquery
 
-from campaigns.api.access import is_editor
+from campaigns.access import is_editor
 from campaigns.console.views.base import login_required, page
 from campaigns.models import (
     ContextEvent,

@@ -11,7 +11,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from campaigns.api.access import parse_id
+from campaigns.access import parse_id
 from campaigns.console import access as console_access
 from campaigns.console.forms import NoteEditForm, NoteForm, attach_errors
 from campaigns.console.views.base import INVALID, campaign_context, login_required, page

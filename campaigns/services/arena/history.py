@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from campaigns.models import Experiment, Fact, Participant
 from campaigns.reads import adapters, selectors
-from campaigns.services.validation import effective_config
+from campaigns.validation import effective_config
 from context_engine.arena import FactView, History, ModelJudge, OfflineJudge, derive_facts
 from context_engine.llm import is_offline
 from context_engine.llm.factory import client_for

@@ -38,7 +38,7 @@ from campaigns.services.memory.backends import (
     summarizer_client,
 )
 from campaigns.services.usage import worker_usage
-from campaigns.services.validation import effective_config
+from campaigns.validation import effective_config
 from context_engine.llm import is_offline
 from context_engine.memory import (
     condense_monologues,

@@ -29,7 +29,7 @@ from campaigns.services.usage import (
     participant_options,
     step_key,
 )
-from campaigns.services.validation import max_content_chars
+from campaigns.validation import max_content_chars
 from context_engine.agent_output import ParsedTurn, parse_agent_output
 from context_engine.llm import LLMError, call_with_retries, client_for, is_offline, offline_usage
 from context_engine.relay import ANSWER, OfflineAgent, Step, step_instruction

@@ -24,7 +24,7 @@ def test_every_task_in_the_tasks_module_is_found_by_its_short_name():
 
 
 def test_an_unknown_task_name_fails_loudly_instead_of_sending_nowhere():
-    with pytest.raises(KeyError, match="campaigns.tasks.no_such_task"):
+    with pytest.raises(KeyError, match=r"campaigns\.tasks\.no_such_task"):
         dispatch.task("no_such_task")
 
 

@@ -1,4 +1,4 @@
-"""Who may touch what through the API: one access helper per resource.
+"""Who may touch what (the API and, translated, the console): one access helper per resource.
 
 Visibility (which rows a role reads) is decided in `campaigns.reads.selectors`; this module
 only answers the API's authorisation questions on top of it:
