@@ -2,7 +2,7 @@
 
 Models hold fields, constraints and small properties. Writes go through
 `campaigns.services`, reads that depend on who is looking through `campaigns.reads.selectors`.
-Visibility values are validated in one place (`services.validation.clean_visibility`).
+Visibility values are validated in one place (`campaigns.validation.clean_visibility`).
 """
 
 from campaigns.models.arena import ArenaRun, Fact

@@ -51,7 +51,7 @@ CONFIG_SCHEMA = {
 
 @extend_schema_field(CONFIG_SCHEMA)
 class ConfigField(serializers.JSONField):
-    """Validated by `services.validation.clean_config` (errors name ``config.KEY``)."""
+    """Validated by `campaigns.validation.clean_config` (errors name ``config.KEY``)."""
 
 
 class ExperimentSerializer(serializers.ModelSerializer):
