@@ -169,7 +169,7 @@ if DATABASE_URL:
         _db["CONN_HEALTH_CHECKS"] = True
         if BABEL_PG_PREPARE:
             # The pack loader's batched reads are prepared once per connection and run on
-            # a generic plan (`campaigns.precompiled.run_all`): planning them cost more than
+            # a generic plan (`campaigns.reads.precompiled.run_all`): planning them cost more than
             # running them. Django's own queries are never prepared (client-side binding);
             # the threshold only lets an explicit prepare through.
             _options = _db.setdefault("OPTIONS", {})

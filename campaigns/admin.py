@@ -1,6 +1,6 @@
 """Admin inspection of campaigns: turns, lore, summaries, participants.
 
-Visibility in "view as role" comes from `campaigns.selectors`, like everywhere else.
+Visibility in "view as role" comes from `campaigns.reads.selectors`, like everywhere else.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
 
-from campaigns import selectors
 from campaigns.models import (
     ContextEvent,
     Experiment,
@@ -23,7 +22,8 @@ from campaigns.models import (
     VisibilityChange,
     WorldState,
 )
-from campaigns.services.validation import clean_visibility
+from campaigns.reads import selectors
+from campaigns.validation import clean_visibility
 
 
 class ParticipantInline(admin.TabularInline):

@@ -15,7 +15,7 @@ from celery import shared_task
 
 from campaigns.models import Experiment, Job, LoreEntry, Turn, VisibilityChange
 from campaigns.services import arena, maintenance, memory, relay, transcripts
-from campaigns.services.memory.dispatch import send_on_commit
+from campaigns.services.dispatch import send_on_commit
 
 
 @shared_task(acks_late=True, ignore_result=False)

@@ -1,6 +1,6 @@
 """The engine's inputs and outputs: frozen dataclasses, nothing else.
 
-`campaigns/adapters.py` builds the inputs from model rows. Visibility values here are
+`campaigns/reads/adapters.py` builds the inputs from model rows. Visibility values here are
 already normalised (`None` public, else a sorted tuple of roles; `()` nobody).
 """
 

@@ -1,6 +1,6 @@
 """Fog of war: who may read what (SPEC §4). Pure functions, used by every reader.
 
-The Django side decides visibility in one selector (`campaigns.selectors`), which
+The Django side decides visibility in one selector (`campaigns.reads.selectors`), which
 narrows rows in SQL and then confirms each row with `can_read` here, so both the
 database filter and these rules must agree before anything is shown: fail closed.
 """
@@ -56,7 +56,7 @@ def parse_stored_visibility(value: object, dm_roles: tuple[str, ...] = DM_ONLY) 
     """Read a stored visibility value. Anything corrupt is treated as DM-only (fail closed).
 
     Valid stored values are null (public) or a non-empty list of strings; this must agree
-    exactly with the SQL filter in `campaigns.selectors`.
+    exactly with the SQL filter in `campaigns.reads.selectors`.
     """
     if value is None:
         return PUBLIC

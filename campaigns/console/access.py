@@ -1,6 +1,6 @@
-"""The API's access helpers, raising Django's own exceptions for plain views.
+"""The shared access helpers, raising Django's own exceptions for plain views.
 
-There is one rule (`campaigns.api.access`); this module only translates DRF's
+There is one rule (`campaigns.access`, the API's too); this module only translates DRF's
 `NotFound` / `PermissionDenied` into `Http404` / `PermissionDenied` so the console
 answers exactly what the API answers, and adds the console's own reading of ``?as=``.
 """
@@ -13,11 +13,11 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
 from rest_framework import exceptions as drf
 
-from campaigns import selectors
-from campaigns.api import access as api_access
-from campaigns.api.access import Access
+from campaigns import access as rules
+from campaigns.access import Access
 from campaigns.models import Participant
-from campaigns.selectors import Viewer
+from campaigns.reads import selectors
+from campaigns.reads.selectors import Viewer
 
 
 @contextmanager
@@ -33,7 +33,7 @@ def _django_errors():
 def experiment_for(request, pk, *, write: bool = False) -> Access:
     """The campaign as ``request.user`` may use it: 404 for outsiders, 403 on a refused write."""
     with _django_errors():
-        return api_access.get_experiment_for(request.user, pk, write=write)
+        return rules.get_experiment_for(request.user, pk, write=write)
 
 
 def viewer_for(request, access: Access) -> tuple[Viewer, str]:
@@ -46,7 +46,7 @@ def viewer_for(request, access: Access) -> tuple[Viewer, str]:
     if not access.viewer.omniscient or not access.can_edit:
         return access.viewer, ""
     try:
-        viewer = api_access.reading_viewer(access, as_role or None)
+        viewer = rules.reading_viewer(access, as_role or None)
     except ValidationError:
         raise Http404("No such role in this campaign.") from None
     return viewer, (as_role if viewer.role == as_role else "")
@@ -57,24 +57,24 @@ def check_context_role(access: Access, role: str) -> None:
     own — another role's inspector is a 404, as if it did not exist."""
     with _django_errors():
         try:
-            api_access.check_context_role(access, role)
+            rules.check_context_role(access, role)
         except drf.PermissionDenied:
             raise drf.NotFound("No such inspector.") from None
 
 
 def check_turn_post(access: Access, data: dict) -> None:
     with _django_errors():
-        api_access.check_turn_post(access, data)
+        rules.check_turn_post(access, data)
 
 
 def get_job_for(request, task_id):
     with _django_errors():
-        return api_access.get_job_for(request.user, task_id)
+        return rules.get_job_for(request.user, task_id)
 
 
 def get_lore_for(access: Access, viewer: Viewer, lid):
     with _django_errors():
-        return api_access.get_lore_for(access, viewer, lid)
+        return rules.get_lore_for(access, viewer, lid)
 
 
 def can_write_notes(access: Access) -> bool:

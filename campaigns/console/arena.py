@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseStopPolling
 
-from campaigns.api.access import Access
+from campaigns.access import Access
 from campaigns.console import access as console_access
 from campaigns.console.views.base import campaign_context
 from campaigns.models import Job

@@ -6,7 +6,7 @@ true, so every other writer is unchanged) and the GIN index covers only indexed 
 The importer writes its rows with false; after commit `campaigns.tasks.index_turn_search`
 flips them in batches. Until then searches also scan the experiment's not-yet-indexed
 rows through a small partial btree (empty in the steady state), so a search gives the
-same rows before and after the task (`campaigns.selectors_packs._PG_NEWEST_MATCHES`).
+same rows before and after the task (`campaigns.reads.packs._PG_NEWEST_MATCHES`).
 
 A raw column, like the index itself (migration 0003): the ORM never reads it, and
 SQLite (whose FTS5 table the importer fills in one statement) does not have it.

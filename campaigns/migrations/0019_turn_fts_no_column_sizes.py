@@ -1,7 +1,7 @@
 """SQLite: the full-text table keeps no per-row column sizes (FTS5 ``columnsize=0``).
 
 Those sizes only feed FTS5's own ranking functions (bm25), which nothing here uses:
-searches return the newest matches by rowid (`campaigns.selectors_packs`). Without them
+searches return the newest matches by rowid (`campaigns.reads.packs`). Without them
 every turn's full-text write is one shadow-table row fewer: about a fifth of the
 full-text cost of an import. The table is rebuilt as in migration 0010 (rowid = -id,
 contentless, porter stemming) and refilled from the turns. PostgreSQL: nothing changes.

@@ -1,8 +1,8 @@
 """Babel's data model (SPEC §3).
 
 Models hold fields, constraints and small properties. Writes go through
-`campaigns.services`, reads that depend on who is looking through `campaigns.selectors`.
-Visibility values are validated in one place (`services.validation.clean_visibility`).
+`campaigns.services`, reads that depend on who is looking through `campaigns.reads.selectors`.
+Visibility values are validated in one place (`campaigns.validation.clean_visibility`).
 """
 
 from campaigns.models.arena import ArenaRun, Fact

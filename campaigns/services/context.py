@@ -6,9 +6,9 @@ within their TTL, the role's own last monologues, full-text retrieval candidates
 newest digest and strategic summary the role may read, lore, state, the last cut — and
 hands frozen dataclasses to `build_pack`. Token counts come from the cached column.
 
-Every query is precompiled (`campaigns.precompiled`): built by the ORM once per shape,
+Every query is precompiled (`campaigns.reads.precompiled`): built by the ORM once per shape,
 then only bound and executed, rows read as tuples of the columns the engine uses. The
-visibility-filtered ones live in `campaigns.selectors_packs`, built from the selectors'
+visibility-filtered ones live in `campaigns.reads.packs`, built from the selectors'
 own rules. Queries for the default (`layered`) strategy: experiment + world state +
 newest round (1), participants (1), last command events (1), window + hinge anchors (1),
 own monologues (1), lore (1), digest + strategic summary (1), pins (1), then ranked
@@ -23,10 +23,10 @@ has changed since the same pack was built.
 
 from __future__ import annotations
 
-from campaigns import adapters, selectors, selectors_packs
 from campaigns.models import ContextEvent, Experiment, Participant
-from campaigns.precompiled import Query, compile_once, json_value, run_all
-from campaigns.selectors import Viewer
+from campaigns.reads import adapters, packs, selectors
+from campaigns.reads.precompiled import Query, compile_once, json_value, run_all
+from campaigns.reads.selectors import Viewer
 from campaigns.services.memory.retrieval import PINS_READ, pinned_from_rows
 from context_engine.commands import history_needs
 from context_engine.pack import build_pack
@@ -101,7 +101,7 @@ def pack_input_for_role(
     window, monologues, stubs, pins, lore, summaries = run_all(
         [
             *_turn_queries(experiment_id, viewer, role, needs),
-            selectors_packs.whisper_stub_query(
+            packs.whisper_stub_query(
                 experiment_id=experiment_id,
                 viewer=viewer,
                 from_round=needs.from_round,
@@ -110,9 +110,9 @@ def pack_input_for_role(
             )
             if needs.unreadable_whispers and not viewer.omniscient
             else None,
-            selectors_packs.pin_id_query(experiment_id=experiment_id, role=role, count=PINS_READ),
-            selectors_packs.lore_query(experiment_id=experiment_id, viewer=viewer),
-            selectors_packs.newest_summary_query(
+            packs.pin_id_query(experiment_id=experiment_id, role=role, count=PINS_READ),
+            packs.lore_query(experiment_id=experiment_id, viewer=viewer),
+            packs.newest_summary_query(
                 experiment_id=experiment_id, viewer=viewer, own_key=audience_key((role,))
             ),
         ]
@@ -209,8 +209,8 @@ def _events_query(experiment_id: int) -> Query:
 def _turn_queries(experiment_id: int, viewer: Viewer, role: str, needs) -> list[Query | None]:
     """The window (or everything, for ``full_history``) and the role's own monologues."""
     if needs.full:
-        return [selectors_packs.all_turn_query(experiment_id=experiment_id, viewer=viewer), None]
-    window = selectors_packs.window_turn_query(
+        return [packs.all_turn_query(experiment_id=experiment_id, viewer=viewer), None]
+    window = packs.window_turn_query(
         experiment_id=experiment_id,
         viewer=viewer,
         from_round=needs.from_round,
@@ -218,7 +218,7 @@ def _turn_queries(experiment_id: int, viewer: Viewer, role: str, needs) -> list[
         last_turns=needs.last_turns,
     )
     monologues = (
-        selectors_packs.own_monologue_query(
+        packs.own_monologue_query(
             experiment_id=experiment_id, viewer=viewer, speaker=role, count=needs.monologue_count
         )
         if needs.monologue_count
@@ -236,30 +236,26 @@ def _ranked_retrieval(experiment_id: int, viewer: Viewer, needs, query, dm_roles
         return (), ()
     words = query.words
     postings: dict[str, list[Posting]] = {word: [] for word in words}
-    query_rows = selectors_packs.postings_query(
-        experiment_id=experiment_id, viewer=viewer, words=words
-    )
+    query_rows = packs.postings_query(experiment_id=experiment_id, viewer=viewer, words=words)
     for index, turn_id, seq, _round, tokens, kind in query_rows.rows() if query_rows else ():
         if viewer.omniscient or kind != "monologue":
             postings[words[index]].append(Posting(turn_id, seq, tokens))
     ids = ranked_hits(query, postings, needs.retrieval_candidates)
     if not ids:
         return (), ()
-    rows = selectors_packs.hit_query(
+    rows = packs.hit_query(
         experiment_id=experiment_id,
         viewer=viewer,
         hit_ids=ids,
         neighbours=needs.retrieval_neighbours,
     ).rows()
-    width = len(selectors_packs.TURN_COLUMNS)
+    width = len(packs.TURN_COLUMNS)
     by_id = {row[0]: row[:width] for row in rows}
     hits = tuple(adapters.turn_view_row(by_id[i], dm_roles) for i in ids if i in by_id)
     near = sorted({n for row in rows for n in row[width:] if n is not None} - set(by_id))
     if not near:
         return hits, ()
-    found = selectors_packs.turns_by_id_query(
-        experiment_id=experiment_id, viewer=viewer, ids=near
-    ).rows()
+    found = packs.turns_by_id_query(experiment_id=experiment_id, viewer=viewer, ids=near).rows()
     around = tuple(
         adapters.turn_view_row(row, dm_roles) for row in sorted(found, key=lambda r: r[1])
     )

@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from campaigns.models import Experiment, Participant, WorldState
-from campaigns.services.validation import clean_config, clean_role_name, clean_round
+from campaigns.validation import clean_config, clean_role_name, clean_round
 from context_engine.llm.usage import MAX_OUTPUT_TOKENS_LIMIT, TEMPERATURE_MAX
 
 PARTICIPANT_KINDS = [choice for choice, _ in Participant.Kind.choices]

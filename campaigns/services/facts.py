@@ -14,7 +14,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from campaigns.models import Experiment, Fact
-from campaigns.services.validation import clean_round, clean_visibility
+from campaigns.validation import clean_round, clean_visibility
 
 FACT_KEYS = ("id", "round", "audience", "answer", "question")
 MAX_FACT_ID = 200

@@ -15,8 +15,8 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from campaigns.models import Experiment, LoreEntry, LoreRevision
-from campaigns.selectors import current_round
-from campaigns.services.validation import clean_round, clean_visibility
+from campaigns.reads.selectors import current_round
+from campaigns.validation import clean_round, clean_visibility
 from context_engine.memory.extraction import merge_key
 from context_engine.visibility import audience_key
 

@@ -17,10 +17,10 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from campaigns.models import Experiment, LoreEntry, LoreRevision, Summary, Turn, TurnRevision
+from campaigns.services.dispatch import send_on_commit
 from campaigns.services.lore import actor_for
-from campaigns.services.memory.dispatch import send_on_commit
 from campaigns.services.turns import turn_create
-from campaigns.services.validation import clean_content, max_content_chars
+from campaigns.validation import clean_content, max_content_chars
 from context_engine import tokens
 
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from django.db.models import OuterRef, Subquery
 
 from campaigns.models import Experiment, Summary, Turn
-from campaigns.precompiled import compile_once
+from campaigns.reads.precompiled import compile_once
 from context_engine.types import Pack
 
 MAX_ENTRIES = 1024

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from django.core.exceptions import ValidationError
 
 from campaigns.models import Experiment
-from campaigns.selectors import viewer_for_role
+from campaigns.reads.selectors import viewer_for_role
 from campaigns.services.memory.retrieval import retrieval_run
 from context_engine.commands import split_retrieval_lines
 from context_engine.types import Pack

@@ -23,9 +23,9 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from campaigns.models import Experiment, Participant, Turn, VisibilityChange
-from campaigns.selectors import dm_roles
+from campaigns.reads.selectors import dm_roles
 from campaigns.services.memory.reveals import after_reveal
-from campaigns.services.validation import clean_visibility
+from campaigns.validation import clean_visibility
 from context_engine.visibility import parse_stored_visibility
 
 

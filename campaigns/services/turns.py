@@ -9,7 +9,7 @@ from django.db.models import Max
 from campaigns.models import Experiment, Turn
 from campaigns.services.memory import commands as memory_commands
 from campaigns.services.reveals import secrets_reveal_due
-from campaigns.services.validation import (
+from campaigns.validation import (
     clean_content,
     clean_kind,
     clean_round,

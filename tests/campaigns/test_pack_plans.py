@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from campaigns import bench, precompiled
+from campaigns import bench
 from campaigns.models import Experiment
+from campaigns.reads import precompiled
 from campaigns.services.context import pack_for_role
 from context_engine.types import STRATEGIES
 from tests.plans import pg_generic_plan, pg_nested_plans

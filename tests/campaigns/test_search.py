@@ -2,8 +2,8 @@
 
 import pytest
 
-from campaigns import selectors
 from campaigns.models import Turn
+from campaigns.reads import packs, selectors
 from tests.factories import make_experiment, make_turn
 
 pytestmark = pytest.mark.django_db
@@ -13,7 +13,7 @@ def _search(experiment, role, text, **kwargs):
     viewer = selectors.viewer_for_role(experiment=experiment, role=role)
     return [
         t.content
-        for t in selectors.search_turns(experiment=experiment, viewer=viewer, text=text, **kwargs)
+        for t in packs.search_turns(experiment=experiment, viewer=viewer, text=text, **kwargs)
     ]
 
 
@@ -77,7 +77,7 @@ def _tiered_history(campaign, window):
 
 
 def test_search_reaches_past_the_recent_rounds_only_when_they_hold_too_few(campaign):
-    from campaigns.selectors_packs import RECENT_SEARCH_ROUNDS
+    from campaigns.reads.packs import RECENT_SEARCH_ROUNDS
 
     _tiered_history(campaign, RECENT_SEARCH_ROUNDS)
     # Thorin cannot read the whisper: one readable recent match, so the older rounds fill up.
@@ -99,8 +99,8 @@ def test_search_reaches_past_the_recent_rounds_only_when_they_hold_too_few(campa
 def test_older_rounds_are_searched_on_their_own_when_recent_matches_are_all_unreadable(campaign):
     """More unreadable matches in the recent rounds than a search looks at (PostgreSQL's
     scan limit) do not hide an older readable one: each tier looks at its own rounds."""
-    from campaigns.selectors import SEARCH_SCAN_LIMIT
-    from campaigns.selectors_packs import RECENT_SEARCH_ROUNDS
+    from campaigns.reads.packs import RECENT_SEARCH_ROUNDS
+    from campaigns.reads.selectors import SEARCH_SCAN_LIMIT
 
     make_turn(campaign, round=1, content="an old kestrel feather")
     first_recent = 1000 - RECENT_SEARCH_ROUNDS

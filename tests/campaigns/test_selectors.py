@@ -2,8 +2,8 @@
 
 import pytest
 
-from campaigns import selectors
 from campaigns.models import Turn
+from campaigns.reads import selectors
 from campaigns.services.experiments import participant_create
 from tests.factories import make_turn
 

@@ -10,8 +10,8 @@ from django.db import connection
 
 from campaigns import bench
 from campaigns.models import MONOLOGUE_KIND, Turn
-from campaigns.selectors import turns_visible_to, viewer_for_role
-from campaigns.selectors_packs import own_monologue_query
+from campaigns.reads.packs import own_monologue_query
+from campaigns.reads.selectors import turns_visible_to, viewer_for_role
 from tests.plans import plan
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ from django.db import connection
 from babel_site.celery import app
 from campaigns import demo
 from campaigns.models import Job, Turn
-from campaigns.selectors import current_round
+from campaigns.reads.selectors import current_round
 from campaigns.services import transcripts
 from campaigns.services.relay import round_start, rounds
 from tests.integration.worker import celery_worker, wait_for

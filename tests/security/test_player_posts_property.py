@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from campaigns import selectors
 from campaigns.models import LoreEntry, Turn
+from campaigns.reads import selectors
 from campaigns.services.context import pack_for_role
 from campaigns.services.experiments import experiment_create, participant_create
 from campaigns.services.lore import lore_create

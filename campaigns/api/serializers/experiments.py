@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from campaigns import validation
 from campaigns.api.serializers.base import (
     MAX_INT,
     StrictCharField,
@@ -18,7 +19,6 @@ from campaigns.api.serializers.base import (
     text_field,
 )
 from campaigns.models import Experiment, Participant
-from campaigns.services import validation
 from context_engine.llm.usage import MAX_OUTPUT_TOKENS_LIMIT, TEMPERATURE_MAX
 from context_engine.types import DEFAULT_BUDGETS, STRATEGIES
 
@@ -51,7 +51,7 @@ CONFIG_SCHEMA = {
 
 @extend_schema_field(CONFIG_SCHEMA)
 class ConfigField(serializers.JSONField):
-    """Validated by `services.validation.clean_config` (errors name ``config.KEY``)."""
+    """Validated by `campaigns.validation.clean_config` (errors name ``config.KEY``)."""
 
 
 class ExperimentSerializer(serializers.ModelSerializer):

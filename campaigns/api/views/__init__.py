@@ -1,4 +1,4 @@
-"""DRF views. Thin: parse, authorize (`campaigns.api.access`), call one service or
+"""DRF views. Thin: parse, authorize (`campaigns.access`), call one service or
 selector, render. Split by resource."""
 
 from campaigns.api.views.arena import ArenaView, FactListView

@@ -6,8 +6,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from campaigns import selectors
-from campaigns.api.access import get_experiment_for, job_as_read_by, reading_viewer
+from campaigns.access import get_experiment_for, job_as_read_by, reading_viewer
 from campaigns.api.serializers import JobSerializer
 from campaigns.api.serializers.arena import (
     ArenaRunSerializer,
@@ -16,6 +15,7 @@ from campaigns.api.serializers.arena import (
 )
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
 from campaigns.models import ArenaRun
+from campaigns.reads import selectors
 from campaigns.services.arena import arena_start
 
 

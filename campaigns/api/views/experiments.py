@@ -8,8 +8,7 @@ from rest_framework import status
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
-from campaigns import selectors
-from campaigns.api.access import get_experiment_for, parse_id, reading_viewer
+from campaigns.access import get_experiment_for, parse_id, reading_viewer
 from campaigns.api.examples import PARTICIPANT_EXAMPLES
 from campaigns.api.serializers import (
     ExperimentCreateSerializer,
@@ -20,6 +19,7 @@ from campaigns.api.serializers import (
     ParticipantUpdateSerializer,
 )
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
+from campaigns.reads import selectors
 from campaigns.services.experiments import (
     experiment_create,
     experiment_delete,

@@ -10,7 +10,7 @@ from rest_framework import status
 from rest_framework.exceptions import APIException, PermissionDenied
 from rest_framework.response import Response
 
-from campaigns.api.access import get_experiment_for, get_job_for, job_as_read_by
+from campaigns.access import get_experiment_for, get_job_for, job_as_read_by
 from campaigns.api.schema import ERROR_REF
 from campaigns.api.serializers import EmptySerializer, JobSerializer
 from campaigns.api.views.base import EXPERIMENT_ID, ApiView, validated

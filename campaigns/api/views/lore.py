@@ -7,11 +7,11 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from campaigns import selectors
-from campaigns.api.access import get_experiment_for, get_lore_for, reading_viewer
+from campaigns.access import get_experiment_for, get_lore_for, reading_viewer
 from campaigns.api.examples import LORE_EXAMPLES
 from campaigns.api.serializers import LoreCreateSerializer, LoreSerializer, LoreUpdateSerializer
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
+from campaigns.reads import selectors
 from campaigns.services.lore import lore_create, lore_update
 
 LORE_ID = OpenApiParameter("lid", OpenApiTypes.INT, OpenApiParameter.PATH, description="Entry id.")

@@ -9,8 +9,7 @@ from rest_framework import status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
-from campaigns import selectors
-from campaigns.api.access import (
+from campaigns.access import (
     check_context_role,
     get_experiment_for,
     job_as_read_by,
@@ -25,6 +24,7 @@ from campaigns.api.serializers import (
     SummarySerializer,
 )
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
+from campaigns.reads import selectors
 from campaigns.services.context import pack_for_role
 from campaigns.services.memory import run_command
 from campaigns.services.memory.retrieval import RETRIEVAL_COMMANDS, retrieval_run

@@ -7,7 +7,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from campaigns.api.access import get_experiment_for
+from campaigns.access import get_experiment_for
 from campaigns.api.examples import TRANSCRIPT_EXAMPLES
 from campaigns.api.import_parser import TranscriptJSONParser
 from campaigns.api.serializers import (

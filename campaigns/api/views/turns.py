@@ -8,8 +8,7 @@ from rest_framework import status
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
-from campaigns import selectors
-from campaigns.api.access import check_turn_post, get_experiment_for, parse_id, reading_viewer
+from campaigns.access import check_turn_post, get_experiment_for, parse_id, reading_viewer
 from campaigns.api.examples import TURN_EXAMPLES
 from campaigns.api.serializers import (
     RevealSerializer,
@@ -21,6 +20,7 @@ from campaigns.api.serializers import (
 from campaigns.api.serializers.base import MAX_ROUND
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
 from campaigns.models import Turn
+from campaigns.reads import selectors
 from campaigns.services.relay import human_turn_create
 from campaigns.services.reveals import turn_reveal
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
-from campaigns.api.access import get_experiment_for
+from campaigns.access import get_experiment_for
 from campaigns.api.serializers.base import MAX_ROUND
 from campaigns.api.serializers.usage import UsageFilterSerializer, UsageSerializer
 from campaigns.api.views.base import EXPERIMENT_ID, ApiView, validated
-from campaigns.selectors_usage import usage_rounds, usage_summary
+from campaigns.reads.usage import usage_rounds, usage_summary
 
 
 @extend_schema(parameters=[EXPERIMENT_ID])

@@ -10,7 +10,7 @@ from django.shortcuts import render, resolve_url
 from django.utils.http import urlencode
 from django_htmx.http import HttpResponseClientRedirect
 
-from campaigns.api.access import Access
+from campaigns.access import Access
 
 PAGE_NAV = (
     ("console:campaign", "Timeline"),

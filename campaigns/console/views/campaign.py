@@ -12,7 +12,6 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
-from campaigns import selectors
 from campaigns.console import access as console_access
 from campaigns.console.forms import (
     CommandForm,
@@ -24,6 +23,7 @@ from campaigns.console.forms import (
 )
 from campaigns.console.views.base import INVALID, campaign_context, login_required, page
 from campaigns.models import Job, Turn
+from campaigns.reads import selectors
 from campaigns.services import relay
 from campaigns.services.memory import run_command
 from campaigns.services.memory.retrieval import RETRIEVAL_COMMANDS, retrieval_run

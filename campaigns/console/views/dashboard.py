@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from django.core.cache import cache
 from django.db.models import Count, OuterRef, Subquery
 
-from campaigns import selectors
-from campaigns.api.access import is_editor
+from campaigns.access import is_editor
 from campaigns.console.views.base import login_required, page
 from campaigns.models import (
     ContextEvent,
@@ -22,6 +21,7 @@ from campaigns.models import (
     TurnRevision,
     VisibilityChange,
 )
+from campaigns.reads import selectors
 from campaigns.services.context import pack_for_role
 from campaigns.services.relay import ACTIVE
 

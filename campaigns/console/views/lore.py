@@ -14,7 +14,6 @@ from django.db.models import Prefetch, Q
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from campaigns import selectors
 from campaigns.console import access as console_access
 from campaigns.console.forms import (
     LoreActionForm,
@@ -25,6 +24,7 @@ from campaigns.console.forms import (
 )
 from campaigns.console.views.base import INVALID, campaign_context, login_required, page
 from campaigns.models import LoreEntry, LoreRevision
+from campaigns.reads import selectors
 from campaigns.services.lore import lore_create, lore_update
 from campaigns.services.lore_editor import lore_bulk_status, lore_merge
 

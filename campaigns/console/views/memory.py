@@ -10,11 +10,11 @@ from django.http import Http404
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
 
-from campaigns import selectors
-from campaigns.api.access import parse_id
+from campaigns.access import parse_id
 from campaigns.console import access as console_access
 from campaigns.console.views.base import INVALID, campaign_context, login_required, page
 from campaigns.models import Job, Summary
+from campaigns.reads import selectors
 from campaigns.services.memory import summary_restore
 
 TEMPLATE = "campaigns/console/memory.html"

@@ -11,12 +11,12 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from campaigns import selectors
-from campaigns.api.access import parse_id
+from campaigns.access import parse_id
 from campaigns.console import access as console_access
 from campaigns.console.forms import NoteEditForm, NoteForm, attach_errors
 from campaigns.console.views.base import INVALID, campaign_context, login_required, page
 from campaigns.models import Turn, TurnRevision
+from campaigns.reads import selectors
 from campaigns.services.notes import note_create, note_delete, note_update
 
 TEMPLATE = "campaigns/console/notes.html"

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET
 
 from campaigns.console import access as console_access
 from campaigns.console.views.base import campaign_context, login_required, page
-from campaigns.selectors_usage import usage_rounds, usage_summary
+from campaigns.reads.usage import usage_rounds, usage_summary
 
 TEMPLATE = "campaigns/console/usage.html"
 

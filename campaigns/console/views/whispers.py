@@ -8,11 +8,11 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
 
-from campaigns import selectors
 from campaigns.console import access as console_access
 from campaigns.console.forms import WhisperForm, attach_errors
 from campaigns.console.views.base import INVALID, campaign_context, login_required, page
 from campaigns.models import Turn
+from campaigns.reads import selectors
 from campaigns.services.relay import human_turn_create
 
 TEMPLATE = "campaigns/console/whispers.html"

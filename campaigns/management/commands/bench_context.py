@@ -17,7 +17,8 @@ from django.db import connection, transaction
 from django.db.models import Sum
 from django.test.utils import CaptureQueriesContext, override_settings
 
-from campaigns import bench, selectors
+from campaigns import bench
+from campaigns.reads import selectors
 from campaigns.services.context import pack_for_role
 
 INPUT = "Where did we leave the brinewick oil and the ashfern tonic?"

@@ -18,8 +18,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
 from django.test.utils import override_settings
 
-from campaigns import bench, selectors
+from campaigns import bench
 from campaigns.models import Experiment, RetrievalPin
+from campaigns.reads import selectors
 from campaigns.services.context import pack_for_role
 from campaigns.services.memory.retrieval import pinned_for_role, retrieval_run
 from campaigns.services.relay import round_create, round_run

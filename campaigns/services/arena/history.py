@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from campaigns import adapters, selectors
 from campaigns.models import Experiment, Fact, Participant
-from campaigns.services.validation import effective_config
+from campaigns.reads import adapters, selectors
+from campaigns.validation import effective_config
 from context_engine.arena import FactView, History, ModelJudge, OfflineJudge, derive_facts
 from context_engine.llm import is_offline
 from context_engine.llm.factory import client_for

@@ -17,7 +17,7 @@ from django.db import connection, transaction
 
 from campaigns.models import ArenaRun, Experiment, Job
 from campaigns.services.arena.history import facts_for, history_for, judge_for
-from campaigns.services.memory.dispatch import send_on_commit
+from campaigns.services.dispatch import send_on_commit
 from context_engine.arena import DEFAULT_BUDGETS, DEFAULT_EVERY, ArenaOptions, Replay, run_arena
 from context_engine.llm.factory import is_known_model_id
 from context_engine.types import STRATEGIES

@@ -2,7 +2,7 @@
 
 A digest audience is a group of non-judge participants whose *digest-eligible* visible
 turn sets are identical: they can share one digest because every turn in it is readable
-by each of them. Visibility itself is decided by `campaigns.selectors`; this module
+by each of them. Visibility itself is decided by `campaigns.reads.selectors`; this module
 only groups and intersects what the selector returns, and re-checks every row with the
 engine's `can_read` so both halves of the rule must agree (fail closed).
 
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from django.db.models import QuerySet
 
 from campaigns.models import Experiment, Participant, Turn
-from campaigns.selectors import (
+from campaigns.reads.selectors import (
     UnknownRole,
     dm_roles,
     turns_visible_to,

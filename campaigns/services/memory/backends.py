@@ -14,8 +14,8 @@ import time
 
 from django.conf import settings
 
-from campaigns.adapters import llm_settings
 from campaigns.models import Experiment
+from campaigns.reads.adapters import llm_settings
 from context_engine.llm import (
     LLMClient,
     OfflineClient,

@@ -17,9 +17,9 @@ from django.db import connection, transaction
 from django.db.models import Max
 
 from campaigns.models import ContextEvent, Experiment, Job, Participant, Summary, Turn
+from campaigns.services.dispatch import send_on_commit
 from campaigns.services.memory.audiences import audience_of_role, audiences_for
 from campaigns.services.memory.digests import latest_summary, summarize_one
-from campaigns.services.memory.dispatch import send_on_commit
 from campaigns.services.memory.hydrate import hydrate_batch
 from campaigns.services.memory.vetting import vet_entries
 from context_engine.visibility import audience_key

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from campaigns.adapters import digest_view, turn_views
 from campaigns.models import MONOLOGUE_KIND, Experiment, Summary, Turn
-from campaigns.selectors import dm_roles, turns_visible_to, viewer_for_role
+from campaigns.reads.adapters import digest_view, turn_views
+from campaigns.reads.selectors import dm_roles, turns_visible_to, viewer_for_role
 from campaigns.services.lore import actor_for
 from campaigns.services.memory.audiences import Audience, audiences_for, turns_for_audience
 from campaigns.services.memory.backends import (
@@ -38,7 +38,7 @@ from campaigns.services.memory.backends import (
     summarizer_client,
 )
 from campaigns.services.usage import worker_usage
-from campaigns.services.validation import effective_config
+from campaigns.validation import effective_config
 from context_engine.llm import is_offline
 from context_engine.memory import (
     condense_monologues,

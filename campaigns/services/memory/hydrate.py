@@ -43,9 +43,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from campaigns.adapters import turn_view
 from campaigns.models import Experiment, HydrationCursor, LoreEntry, LoreRevision, Turn
-from campaigns.selectors import OMNISCIENT, dm_roles, turns_visible_to
+from campaigns.reads.adapters import turn_view
+from campaigns.reads.selectors import OMNISCIENT, dm_roles, turns_visible_to
+from campaigns.services.dispatch import send_on_commit
 from campaigns.services.memory.audiences import digest_turns
 from campaigns.services.memory.backends import (
     definer_client,
@@ -56,7 +57,6 @@ from campaigns.services.memory.backends import (
     scaled_sleep,
 )
 from campaigns.services.memory.batch import HYDRATE_ACTOR, INVALIDATING_TAGS, Batch
-from campaigns.services.memory.dispatch import send_on_commit
 from campaigns.services.usage import worker_usage
 from context_engine.llm import is_offline
 from context_engine.memory import define_from_sources

@@ -17,14 +17,13 @@ from django.db import transaction
 from django.db.models import Max
 
 from campaigns.models import Experiment, LoreEntry, RetrievalPin, Turn
-from campaigns.precompiled import json_value
-from campaigns.selectors import (
+from campaigns.reads.packs import pin_id_query, pin_id_rows, search_turns
+from campaigns.reads.precompiled import json_value
+from campaigns.reads.selectors import (
     Viewer,
     lore_visible_to,
-    search_turns,
     turns_visible_to,
 )
-from campaigns.selectors_packs import pin_id_query, pin_id_rows
 from context_engine.commands import RETRIEVAL_COMMANDS
 from context_engine.memory import merge_key
 from context_engine.memory._text import clip_words
@@ -171,7 +170,7 @@ def pinned_for_role(*, experiment_id: int, role: str, viewer: Viewer) -> tuple[l
 
 
 def pinned_from_rows(pins: list[tuple], *, experiment_id: int, viewer: Viewer) -> tuple[list, list]:
-    """(turns, lore) of the pin rows of `selectors_packs.pin_id_query`, re-read as ``viewer``
+    """(turns, lore) of the pin rows of `packs.pin_id_query`, re-read as ``viewer``
     (no query at all when nothing is pinned)."""
     turn_ids: list[int] = []
     lore_ids: list[int] = []

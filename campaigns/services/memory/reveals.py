@@ -22,13 +22,13 @@ from dataclasses import replace
 
 from django.db import transaction
 
-from campaigns.adapters import turn_view
 from campaigns.models import HydrationCursor, Summary, VisibilityChange, VocabularyStat
-from campaigns.selectors import UnknownRole, dm_roles
+from campaigns.reads.adapters import turn_view
+from campaigns.reads.selectors import UnknownRole, dm_roles
+from campaigns.services.dispatch import send_on_commit
 from campaigns.services.memory.audiences import audiences_for, turns_for_audience
 from campaigns.services.memory.batch import Batch
 from campaigns.services.memory.digests import DigestPlan, commit_digest, latest_summary
-from campaigns.services.memory.dispatch import send_on_commit
 from context_engine.memory.observe import TermStats
 from context_engine.visibility import audience_key, parse_stored_visibility
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 from django.db.models import Q
 from django.utils import timezone
 
-from campaigns.adapters import turn_view
 from campaigns.models import Experiment, LoreEntry, LoreRevision
-from campaigns.selectors import dm_roles
+from campaigns.reads.adapters import turn_view
+from campaigns.reads.selectors import dm_roles
 from campaigns.services.memory.audiences import digest_turns
 from campaigns.services.memory.backends import (
     definer_client,

@@ -13,6 +13,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from campaigns.models import Job, RoundStep
+from campaigns.services import dispatch
 
 HUMAN = "human"
 RETRY_ATTEMPTS = 3
@@ -45,19 +46,16 @@ def _describe(exc: BaseException) -> str:
 
 
 def _dispatch(job_id: str) -> None:
-    from campaigns import tasks  # tasks import the services: import lazily
-
-    tasks.run_round.delay(job_id)
+    dispatch.task("run_round").delay(job_id)
 
 
 def _dispatch_timeout(job_id: str, round_: int, step: str, role: str, seconds: int) -> None:
-    from campaigns import tasks
-
-    if tasks.run_round.app.conf.task_always_eager:
+    human_timeout = dispatch.task("human_timeout")
+    if human_timeout.app.conf.task_always_eager:
         # No broker, no clock: an eager "countdown" would fire now. Without a worker the
         # round waits for the human (or `human_timeout` called by hand).
         return
-    tasks.human_timeout.apply_async((job_id, round_, step, role), countdown=seconds)
+    human_timeout.apply_async((job_id, round_, step, role), countdown=seconds)
 
 
 def _store_step_row(*, experiment_id, round_, step, speaker, job_id, **fields) -> bool:

@@ -12,7 +12,7 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from campaigns.models import Experiment, Job, Participant, RoundStep, Turn
-from campaigns.selectors_usage import usage_summary
+from campaigns.reads.usage import usage_summary
 from campaigns.services.relay.common import (
     HUMAN,
     _continue,

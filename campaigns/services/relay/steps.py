@@ -12,8 +12,8 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, IntegrityError, transaction
 
-from campaigns.adapters import llm_settings
 from campaigns.models import Experiment, Job, Participant, RoundStep, Turn
+from campaigns.reads.adapters import llm_settings
 from campaigns.services.context import pack_for_role
 from campaigns.services.relay.common import (
     RETRY_ATTEMPTS,
@@ -29,7 +29,7 @@ from campaigns.services.usage import (
     participant_options,
     step_key,
 )
-from campaigns.services.validation import max_content_chars
+from campaigns.validation import max_content_chars
 from context_engine.agent_output import ParsedTurn, parse_agent_output
 from context_engine.llm import LLMError, call_with_retries, client_for, is_offline, offline_usage
 from context_engine.relay import ANSWER, OfflineAgent, Step, step_instruction

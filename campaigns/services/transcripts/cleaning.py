@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 
 from campaigns.services.transcripts.common import TURN_KEYS, reject_unknown
 from campaigns.services.turns import private_kinds, turn_fields
-from campaigns.services.validation import (
+from campaigns.validation import (
     clean_tags,
     clean_visibility,
     prefix_errors,

@@ -30,7 +30,7 @@ from campaigns.services.transcripts.common import (
     reject_unknown,
 )
 from campaigns.services.transcripts.writes import counting, pg_insert, sqlite_insert, turn_texts
-from campaigns.services.validation import (
+from campaigns.validation import (
     clean_round,
     clean_visibility,
     max_content_chars,

@@ -12,7 +12,7 @@ from django.db import connection
 from django.utils import timezone
 
 from campaigns.models import SearchBacklog
-from campaigns.services.memory.dispatch import send_on_commit
+from campaigns.services.dispatch import send_on_commit
 from context_engine import token_pool
 
 CHUNK = 2000  # turns counted, and written, per step

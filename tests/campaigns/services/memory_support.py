@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from campaigns.models import Experiment
-from campaigns.selectors import (
+from campaigns.reads.selectors import (
     lore_visible_to,
     summaries_visible_to,
     turns_visible_to,

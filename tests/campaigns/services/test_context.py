@@ -5,8 +5,9 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from campaigns import bench, selectors
+from campaigns import bench
 from campaigns.models import Experiment
+from campaigns.reads import selectors
 from campaigns.services.context import pack_for_role
 from context_engine.render import pack_to_json
 from tests.factories import make_experiment, make_turn
@@ -139,8 +140,8 @@ def test_what_the_loader_fetches_builds_the_same_pack_as_the_whole_history(
 ):
     from dataclasses import replace
 
-    from campaigns import adapters
     from campaigns.models import Turn
+    from campaigns.reads import adapters
     from campaigns.services.context import pack_input_for_role
     from context_engine.pack import build_pack
 

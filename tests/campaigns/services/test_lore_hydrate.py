@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from campaigns.models import LoreEntry, LoreRevision
-from campaigns.selectors import lore_visible_to, viewer_for_role
+from campaigns.reads.selectors import lore_visible_to, viewer_for_role
 from campaigns.services.experiments import experiment_update
 from campaigns.services.lore import lore_create, lore_update
 from campaigns.services.memory import define_term, hydrate_experiment, hydrate_turn

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from campaigns.models import LoreEntry, VocabularyStat
-from campaigns.selectors import lore_visible_to, viewer_for_role
+from campaigns.reads.selectors import lore_visible_to, viewer_for_role
 from campaigns.services.memory import hydrate_turn
 from tests.context_engine.memory.agent_campaign import COINED, NAMED_ONCE, PLAYERS, STOCK, TURNS
 from tests.factories import make_experiment, make_turn

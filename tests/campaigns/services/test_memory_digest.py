@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from campaigns.models import Summary
-from campaigns.selectors import summaries_visible_to, viewer_for_role
+from campaigns.reads.selectors import summaries_visible_to, viewer_for_role
 from campaigns.services.experiments import experiment_update, participant_create
 from campaigns.services.memory import (
     audiences_for,

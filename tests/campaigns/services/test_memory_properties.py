@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from campaigns.models import LoreEntry, Summary
-from campaigns.selectors import (
+from campaigns.reads.selectors import (
     lore_visible_to,
     summaries_visible_to,
     turns_visible_to,

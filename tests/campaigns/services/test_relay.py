@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from campaigns import demo
 from campaigns.models import Job, Turn
-from campaigns.selectors import current_round, turns_visible_to, viewer_for_role
+from campaigns.reads.selectors import current_round, turns_visible_to, viewer_for_role
 from campaigns.services import relay, transcripts
 from campaigns.services.relay import round_create, round_run, round_start, steps
 from campaigns.tasks import run_round

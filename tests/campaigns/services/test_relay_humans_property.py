@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from campaigns.models import RoundStep, Turn
-from campaigns.selectors import turns_visible_to, viewer_for_role
+from campaigns.reads.selectors import turns_visible_to, viewer_for_role
 from campaigns.services.context import pack_for_role
 from campaigns.services.experiments import experiment_update
 from campaigns.services.relay import human_timeout, human_turn_create, round_start

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from campaigns.models import Turn
-from campaigns.selectors import turns_visible_to, viewer_for_role
+from campaigns.reads.selectors import turns_visible_to, viewer_for_role
 from campaigns.services.experiments import experiment_update
 from campaigns.services.relay import round_start, steps
 from tests.campaigns.services.memory_support import use_gemini

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from campaigns import tasks
 from campaigns.models import Job, RoundStep, Turn
-from campaigns.selectors import turns_visible_to, viewer_for_role
+from campaigns.reads.selectors import turns_visible_to, viewer_for_role
 from campaigns.services import relay
 from campaigns.services.experiments import experiment_update
 from campaigns.services.relay import human_timeout, human_turn_create, round_create, round_run

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from campaigns import tasks
 from campaigns.models import LoreEntry, Summary, Turn, VisibilityChange
-from campaigns.selectors import lore_visible_to, summaries_visible_to, viewer_for_role
+from campaigns.reads.selectors import lore_visible_to, summaries_visible_to, viewer_for_role
 from campaigns.services.memory import run_command
 from tests.factories import make_experiment, make_turn
 

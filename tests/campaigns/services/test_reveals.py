@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from campaigns.models import Turn, VisibilityChange
-from campaigns.selectors import lore_visible_to, summaries_visible_to, viewer_for_role
+from campaigns.reads.selectors import lore_visible_to, summaries_visible_to, viewer_for_role
 from campaigns.services.memory import run_command
 from campaigns.services.relay import round_start
 from campaigns.services.reveals import turn_reveal

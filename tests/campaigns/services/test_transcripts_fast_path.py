@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from campaigns.services.transcripts import cleaning
 from campaigns.services.transcripts.common import TURN_KEYS
 from campaigns.services.turns import turn_fields
-from campaigns.services.validation import prefix_errors
+from campaigns.validation import prefix_errors
 from context_engine.types import TURN_KINDS
 
 ROLES = {"DM", "Cassia", "Thorin", "Wren"}

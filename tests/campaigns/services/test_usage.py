@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from django.db import DatabaseError
 
-from campaigns.adapters import llm_settings
 from campaigns.models import ModelCall
-from campaigns.selectors_usage import usage_summary
+from campaigns.reads.adapters import llm_settings
+from campaigns.reads.usage import usage_summary
 from campaigns.services import usage as usage_service
 from campaigns.services.experiments import experiment_update
 from campaigns.services.relay import round_start, steps

@@ -1,7 +1,7 @@
 """Model rows → the context engine's frozen dataclasses. No queries happen here.
 
 Stored visibility is re-read with `parse_stored_visibility` (corrupt → DM-only), the same
-rule the SQL side of `campaigns.selectors` applies, so the engine's own filter agrees.
+rule the SQL side of `campaigns.reads.selectors` applies, so the engine's own filter agrees.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from django.conf import settings
 
 from campaigns.models import ContextEvent, Experiment, LoreEntry, Participant, Summary, Turn
 from campaigns.models import WorldState as WorldStateModel
-from campaigns.precompiled import json_value
-from campaigns.services.validation import effective_config
+from campaigns.reads.precompiled import json_value
+from campaigns.validation import effective_config
 from context_engine.llm.factory import LLMSettings
 from context_engine.types import (
     ContextEventView,
@@ -103,7 +103,7 @@ def _memo_rows(build):
 
 @_memo_rows
 def turn_view_row(row: tuple, dm_roles: tuple[str, ...] = ("DM",)) -> TurnView:
-    """A turn for the engine from a `selectors_packs.TURN_COLUMNS` row."""
+    """A turn for the engine from a `packs.TURN_COLUMNS` row."""
     id_, seq, round_, speaker, kind, content, visibility, tags, hinge, tokens = row
     return TurnView(
         id=id_,
@@ -120,7 +120,7 @@ def turn_view_row(row: tuple, dm_roles: tuple[str, ...] = ("DM",)) -> TurnView:
 
 
 def stub_view_row(row: tuple, dm_roles: tuple[str, ...] = ("DM",)) -> TurnView:
-    """A whisper's existence only, from a `selectors_packs.STUB_COLUMNS` row."""
+    """A whisper's existence only, from a `packs.STUB_COLUMNS` row."""
     id_, seq, round_, speaker, kind, visibility, hinge = row
     return TurnView(
         id=id_,
@@ -168,7 +168,7 @@ def lore_view(entry: LoreEntry, dm_roles: tuple[str, ...] = ("DM",)) -> LoreView
 
 @_memo_rows
 def lore_view_row(row: tuple, dm_roles: tuple[str, ...] = ("DM",)) -> LoreView:
-    """`lore_view` from a `selectors_packs.LORE_COLUMNS` row."""
+    """`lore_view` from a `packs.LORE_COLUMNS` row."""
     (id_, term, category, definition, audience, status, origin, locked, first_seen,
      last_seen, mentions, valid_from, invalid_from) = row  # fmt: skip
     return LoreView(
@@ -189,7 +189,7 @@ def lore_view_row(row: tuple, dm_roles: tuple[str, ...] = ("DM",)) -> LoreView:
 
 
 def digest_view_row(row: tuple | None, dm_roles: tuple[str, ...] = ("DM",)) -> DigestView | None:
-    """`digest_view` from a `selectors_packs.SUMMARY_COLUMNS` row (source ids not loaded)."""
+    """`digest_view` from a `packs.SUMMARY_COLUMNS` row (source ids not loaded)."""
     if row is None:
         return None
     _kind, audience, round_from, round_to, text, sections, method, version = row

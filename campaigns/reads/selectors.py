@@ -203,32 +203,3 @@ def search_words(text: str) -> list[str]:
             words.append(word)
     rare = [word for word in words if zipf(word) < RARE_WORD_ZIPF]
     return (rare or words)[:MAX_SEARCH_WORDS]
-
-
-def search_turns(
-    *,
-    experiment: Experiment | int,
-    viewer: Viewer,
-    text: str,
-    before_round: int | None = None,
-    limit: int = 10,
-) -> list[Turn]:
-    """Turns this viewer may read that match any word of ``text``, newest first.
-
-    Uses the database's own full-text engine (PostgreSQL tsvector + GIN, SQLite FTS5)
-    through `selectors_packs.search_turn_rows`, audience-filtered like every other read.
-    """
-    from campaigns import selectors_packs
-
-    experiment_id = experiment if isinstance(experiment, int) else experiment.pk
-    rows = selectors_packs.search_turn_rows(
-        experiment_id=experiment_id,
-        viewer=viewer,
-        words=search_words(text),
-        before_round=before_round,
-        limit=limit,
-        scan_limit=SEARCH_SCAN_LIMIT,
-        columns=("id", "seq"),
-    )
-    found = Turn.objects.in_bulk([row[0] for row in rows])
-    return [found[row[0]] for row in rows if row[0] in found]

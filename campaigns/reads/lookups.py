@@ -4,7 +4,7 @@
 visibility is public (SQL NULL or JSON null) or a valid list naming ``role``. A corrupt
 value (not null, not a non-empty list of strings) is readable only by DM-kind viewers.
 This mirrors `context_engine.visibility.parse_stored_visibility` exactly: the selector
-and the engine must never disagree, and both fail closed. Only `campaigns.selectors`
+and the engine must never disagree, and both fail closed. Only `campaigns.reads.selectors`
 uses it.
 """
 

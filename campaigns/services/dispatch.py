@@ -1,4 +1,9 @@
-"""Send memory tasks after the surrounding transaction commits, never inside it.
+"""Send Celery tasks by name, after the surrounding transaction commits, never inside it.
+
+Services send tasks through here and never import `campaigns.tasks`, which imports the
+services: a task is looked up in Celery's registry by name, so imports point one way.
+`CampaignsConfig.ready()` imports `campaigns.tasks`, so every process (web, worker, the
+eager mode without a broker) has them registered; an unknown name raises KeyError.
 
 A task sent inside an open transaction can start before the rows it needs are visible
 (or after they were rolled back); `transaction.on_commit` sends it once they exist.
@@ -12,8 +17,13 @@ from __future__ import annotations
 
 from functools import partial
 
-from celery import current_task
+from celery import Task, current_app, current_task
 from django.db import transaction
+
+
+def task(task_name: str) -> Task:
+    """The registered task ``campaigns.tasks.<task_name>`` (KeyError for an unknown name)."""
+    return current_app.tasks[f"campaigns.tasks.{task_name}"]
 
 
 def _current_queue() -> str | None:
@@ -25,11 +35,8 @@ def _current_queue() -> str | None:
 
 
 def _send(task_name: str, args: tuple, kwargs: dict, queue: str | None) -> None:
-    from campaigns import tasks  # tasks import the services: import lazily
-
-    task = getattr(tasks, task_name)
     options = {"queue": queue} if queue else {}
-    task.apply_async(args=args, kwargs=kwargs, **options)
+    task(task_name).apply_async(args=args, kwargs=kwargs, **options)
 
 
 def send_on_commit(task_name: str, *args, **kwargs) -> None:

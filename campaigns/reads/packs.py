@@ -1,10 +1,10 @@
 """The pack loader's visibility-filtered reads, as precompiled SQL returning tuples.
 
-Part of `campaigns.selectors`: every query here is built from the same rules
+Part of `campaigns.reads.selectors`: every query here is built from the same rules
 (`selectors._turn_rule`, `selectors._readable`, hence the `readable_by` lookup) and
-compiled once per shape by `campaigns.precompiled`, so no visibility rule is written
+compiled once per shape by `campaigns.reads.precompiled`, so no visibility rule is written
 twice. A pack needs eight or so of these reads per call; through the ORM each cost more
-to build and compile than to run. `tests/campaigns/test_selectors_packs.py` checks them
+to build and compile than to run. `tests/campaigns/test_packs.py` checks them
 against the ORM selectors with Hypothesis.
 
 Rows are plain tuples in the column order of the ``*_COLUMNS`` constants; JSON columns
@@ -17,10 +17,18 @@ from django.db import connection
 from django.db.models import BooleanField, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from campaigns import selectors
-from campaigns.models import LORE_FIELDS, MONOLOGUE_KIND, LoreEntry, RetrievalPin, Summary, Turn
-from campaigns.precompiled import Precompiled, Query, compile_once
-from campaigns.selectors import Viewer
+from campaigns.models import (
+    LORE_FIELDS,
+    MONOLOGUE_KIND,
+    Experiment,
+    LoreEntry,
+    RetrievalPin,
+    Summary,
+    Turn,
+)
+from campaigns.reads import selectors
+from campaigns.reads.precompiled import Precompiled, Query, compile_once
+from campaigns.reads.selectors import Viewer
 
 TURN_COLUMNS = (
     "id",
@@ -463,8 +471,9 @@ def postings_query(*, experiment_id: int, viewer: Viewer, words: list[str]) -> Q
 def hit_query(*, experiment_id: int, viewer: Viewer, hit_ids: list[int], neighbours: int) -> Query:
     """The ranked hits' rows, each with the ids of its ``neighbours`` nearest readable
     turns on each side (no monologues but for judges) and of its round's first readable
-    turn: ``TURN_COLUMNS`` then ``before0, after0, before1, after1, …, opening``. "Nearest readable" is decided on readable turns only,
-    so what a viewer cannot read moves no neighbour."""
+    turn: ``TURN_COLUMNS`` then ``before0, after0, before1, after1, …, opening``.
+    "Nearest" and "first" are decided on readable turns only, so what a viewer cannot
+    read moves no neighbour."""
     slots_count = _padded_size(len(hit_ids))
 
     def build(slots):
@@ -512,3 +521,30 @@ def turns_by_id_query(*, experiment_id: int, viewer: Viewer, ids: list[int]) -> 
 def _padded_size(count: int) -> int:
     """Id lists are padded (with 0, no turn's id) to a power of two: few statement shapes."""
     return max(8, 1 << (max(count, 1) - 1).bit_length())
+
+
+def search_turns(
+    *,
+    experiment: Experiment | int,
+    viewer: Viewer,
+    text: str,
+    before_round: int | None = None,
+    limit: int = 10,
+) -> list[Turn]:
+    """Turns this viewer may read that match any word of ``text``, newest first.
+
+    Uses the database's own full-text engine (PostgreSQL tsvector + GIN, SQLite FTS5)
+    through `search_turn_rows`, audience-filtered like every other read.
+    """
+    experiment_id = experiment if isinstance(experiment, int) else experiment.pk
+    rows = search_turn_rows(
+        experiment_id=experiment_id,
+        viewer=viewer,
+        words=selectors.search_words(text),
+        before_round=before_round,
+        limit=limit,
+        scan_limit=selectors.SEARCH_SCAN_LIMIT,
+        columns=("id", "seq"),
+    )
+    found = Turn.objects.in_bulk([row[0] for row in rows])
+    return [found[row[0]] for row in rows if row[0] in found]

@@ -4,7 +4,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from campaigns.models import Turn
-from campaigns.services.validation import clean_config, clean_visibility
+from campaigns.validation import clean_config, clean_visibility
 from tests.factories import make_turn
 
 pytestmark = pytest.mark.django_db

@@ -1,6 +1,6 @@
-"""Who may touch what through the API: one access helper per resource.
+"""Who may touch what (the API and, translated, the console): one access helper per resource.
 
-Visibility (which rows a role reads) is decided in `campaigns.selectors`; this module
+Visibility (which rows a role reads) is decided in `campaigns.reads.selectors`; this module
 only answers the API's authorisation questions on top of it:
 
 - an experiment the user may not see at all is a 404 (its existence is not revealed);
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from django.core.exceptions import ValidationError
 from rest_framework.exceptions import NotFound, PermissionDenied
 
-from campaigns import selectors
 from campaigns.models import Experiment, Job, LoreEntry, Turn
-from campaigns.selectors import UnknownRole, Viewer
+from campaigns.reads import selectors
+from campaigns.reads.selectors import UnknownRole, Viewer
 
 # Largest id the databases store (signed 64-bit); anything bigger cannot exist.
 MAX_ID = 2**63 - 1

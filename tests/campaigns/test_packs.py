@@ -1,6 +1,6 @@
 """The pack loader's precompiled reads agree with the ORM selectors (`readable_by`).
 
-`campaigns.selectors_packs` compiles its SQL from the selectors' own rules once and then
+`campaigns.reads.packs` compiles its SQL from the selectors' own rules once and then
 only binds values. Hypothesis throws random logs at both — every kind, valid audiences,
 corrupt stored visibility (which must fail closed to DM-only), hinges, rounds — and random
 viewers (players, the DM, a judge), and the two must return the same rows.
@@ -14,9 +14,9 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from campaigns import selectors, selectors_packs
 from campaigns.models import LoreEntry, Turn
-from campaigns.precompiled import run_all
+from campaigns.reads import packs, selectors
+from campaigns.reads.precompiled import run_all
 from campaigns.services.experiments import participant_create
 from tests.factories import make_experiment
 
@@ -96,7 +96,7 @@ def test_precompiled_reads_return_exactly_what_the_selectors_return(
     viewer = selectors.viewer_for_role(experiment=experiment, role=role)
     visible = list(selectors.turns_visible_to(experiment=experiment, viewer=viewer))
 
-    everything = rows(selectors_packs.all_turn_query(experiment_id=experiment.pk, viewer=viewer))
+    everything = rows(packs.all_turn_query(experiment_id=experiment.pk, viewer=viewer))
     assert [row[0] for row in everything] == [t.pk for t in visible]
 
     transcript = [t for t in visible if t.kind != "monologue"]
@@ -109,7 +109,7 @@ def test_precompiled_reads_return_exactly_what_the_selectors_return(
         or (last_turns and t.seq >= nth)
     }
     window = rows(
-        selectors_packs.window_turn_query(
+        packs.window_turn_query(
             experiment_id=experiment.pk,
             viewer=viewer,
             from_round=from_round,
@@ -121,16 +121,14 @@ def test_precompiled_reads_return_exactly_what_the_selectors_return(
     assert len(window) == len(expected)
 
     own = rows(
-        selectors_packs.own_monologue_query(
-            experiment_id=experiment.pk, viewer=viewer, speaker=role, count=2
-        )
+        packs.own_monologue_query(experiment_id=experiment.pk, viewer=viewer, speaker=role, count=2)
     )
     mine = [t.pk for t in visible if t.kind == "monologue" and t.speaker == role]
     assert [row[0] for row in own] == mine[::-1][:2]
 
     if not viewer.omniscient:
         stubs = rows(
-            selectors_packs.whisper_stub_query(
+            packs.whisper_stub_query(
                 experiment_id=experiment.pk, viewer=viewer, from_round=None, last_turns=0, full=True
             )
         )
@@ -138,7 +136,7 @@ def test_precompiled_reads_return_exactly_what_the_selectors_return(
         assert {row[0] for row in stubs} == {t.pk for t in unreadable}
         assert not {row[0] for row in stubs} & {t.pk for t in visible}
 
-    lore_rows = rows(selectors_packs.lore_query(experiment_id=experiment.pk, viewer=viewer))
+    lore_rows = rows(packs.lore_query(experiment_id=experiment.pk, viewer=viewer))
     readable_lore = selectors.lore_visible_to(experiment=experiment, viewer=viewer).exclude(
         status="rejected"
     )
@@ -168,22 +166,22 @@ def test_reads_batched_into_one_round_trip_return_exactly_the_rows_of_each_state
     viewer = selectors.viewer_for_role(experiment=experiment, role=role)
     ids = {"experiment_id": experiment.pk}
     queries = [
-        selectors_packs.window_turn_query(
+        packs.window_turn_query(
             **ids, viewer=viewer, from_round=from_round, hinge_from_round=None,
             last_turns=last_turns,
         ),
-        selectors_packs.own_monologue_query(**ids, viewer=viewer, speaker=role, count=2),
+        packs.own_monologue_query(**ids, viewer=viewer, speaker=role, count=2),
         None,
-        selectors_packs.whisper_stub_query(
+        packs.whisper_stub_query(
             **ids, viewer=viewer, from_round=None, last_turns=0, full=True
         ),
-        selectors_packs.search_turn_query(
+        packs.search_turn_query(
             **ids, viewer=viewer, words=["turn"], before_round=from_round, limit=3,
             scan_limit=500,
         ),
-        selectors_packs.lore_query(**ids, viewer=viewer),
-        selectors_packs.newest_summary_query(**ids, viewer=viewer, own_key="x"),
-        selectors_packs.pin_id_query(**ids, role=role, count=5),
+        packs.lore_query(**ids, viewer=viewer),
+        packs.newest_summary_query(**ids, viewer=viewer, own_key="x"),
+        packs.pin_id_query(**ids, role=role, count=5),
     ]  # fmt: skip
     one_each = [query.rows() if query is not None else [] for query in queries]
     with CaptureQueriesContext(connection) as captured:
