@@ -531,20 +531,23 @@ def search_turns(
     before_round: int | None = None,
     limit: int = 10,
 ) -> list[Turn]:
-    """Turns this viewer may read that match any word of ``text``, newest first.
+    """Turns this viewer may read that match ``text``, best first (``/search``).
 
-    Uses the database's own full-text engine (PostgreSQL tsvector + GIN, SQLite FTS5)
-    through `search_turn_rows`, audience-filtered like every other read.
+    The same ranking as a pack's retrieval (SPEC §5.8): BM25 over the viewer's readable
+    turns (`context_engine.ranking`), from the postings of the database's own full-text
+    engine (`postings_query`: PostgreSQL tsvector + GIN, SQLite FTS5), audience-filtered
+    before anything is counted. Ties go to the newer turn.
     """
+    from context_engine.ranking import Posting, make_query
+    from context_engine.retrieval import ranked_hits
+
     experiment_id = experiment if isinstance(experiment, int) else experiment.pk
-    rows = search_turn_rows(
-        experiment_id=experiment_id,
-        viewer=viewer,
-        words=selectors.search_words(text),
-        before_round=before_round,
-        limit=limit,
-        scan_limit=selectors.SEARCH_SCAN_LIMIT,
-        columns=("id", "seq"),
-    )
-    found = Turn.objects.in_bulk([row[0] for row in rows])
-    return [found[row[0]] for row in rows if row[0] in found]
+    query = make_query(text)
+    found_rows = postings_query(experiment_id=experiment_id, viewer=viewer, words=query.words)
+    postings: dict[str, list[Posting]] = {word: [] for word in query.words}
+    for index, turn_id, seq, round_, tokens, _kind in found_rows.rows() if found_rows else ():
+        if before_round is None or round_ < before_round:
+            postings[query.words[index]].append(Posting(turn_id, seq, tokens))
+    ids = ranked_hits(query, postings, limit)
+    found = Turn.objects.in_bulk(ids)
+    return [found[turn_id] for turn_id in ids if turn_id in found]

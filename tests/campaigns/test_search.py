@@ -53,6 +53,16 @@ def test_search_ignores_common_words_and_stays_within_the_experiment(campaign, o
     assert _search(campaign, "Thorin", "where is the") == []
 
 
+def test_search_ranks_the_turn_that_shares_most_words_first(campaign):
+    make_turn(campaign, round=2, content="The brass astrolabe hums under the moon.")
+    for round_ in range(3, 12):
+        make_turn(campaign, round=round_, content=f"The moon rises over camp {round_}.")
+    make_turn(campaign, round=12, content="Someone mentions brass buttons.")
+    found = _search(campaign, "Thorin", "brass astrolabe moon", limit=3)
+    assert found[0] == "The brass astrolabe hums under the moon."
+    assert "Someone mentions brass buttons." in found[1:]
+
+
 def test_search_respects_before_round_and_limit(campaign):
     for round_ in range(1, 6):
         make_turn(campaign, round=round_, content=f"kestrel sighted in round {round_}")
@@ -64,6 +74,22 @@ def test_edited_content_is_searchable_by_its_new_words(campaign):
     turn = make_turn(campaign, content="a plain sentence")
     Turn.objects.filter(pk=turn.pk).update(content="the saltmarch bridge")
     assert _search(campaign, "Thorin", "saltmarch") == ["the saltmarch bridge"]
+
+
+def _newest(experiment, role, text, *, before_round, limit):
+    """The newest-first primitive under the ranking (`search_turn_rows`), whose PostgreSQL
+    tiers these tests pin down."""
+    viewer = selectors.viewer_for_role(experiment=experiment, role=role)
+    rows = packs.search_turn_rows(
+        experiment_id=experiment.pk,
+        viewer=viewer,
+        words=selectors.search_words(text),
+        before_round=before_round,
+        limit=limit,
+        scan_limit=selectors.SEARCH_SCAN_LIMIT,
+        columns=("id", "seq", "content"),
+    )
+    return [row[2] for row in rows]
 
 
 def _tiered_history(campaign, window):
@@ -81,17 +107,17 @@ def test_search_reaches_past_the_recent_rounds_only_when_they_hold_too_few(campa
 
     _tiered_history(campaign, RECENT_SEARCH_ROUNDS)
     # Thorin cannot read the whisper: one readable recent match, so the older rounds fill up.
-    assert _search(campaign, "Thorin", "kestrel", before_round=1000, limit=3) == [
+    assert _newest(campaign, "Thorin", "kestrel", before_round=1000, limit=3) == [
         "a fresh kestrel feather",
         "a second old kestrel feather",
         "an old kestrel feather",
     ]
     # Enough readable recent matches: exactly the newest ones, nothing older.
-    assert _search(campaign, "Cassia", "kestrel", before_round=1000, limit=2) == [
+    assert _newest(campaign, "Cassia", "kestrel", before_round=1000, limit=2) == [
         "a fresh kestrel feather",
         "secret kestrel",
     ]
-    assert _search(campaign, "Thorin", "kestrel", before_round=1000, limit=1) == [
+    assert _newest(campaign, "Thorin", "kestrel", before_round=1000, limit=1) == [
         "a fresh kestrel feather"
     ]
 
@@ -119,6 +145,6 @@ def test_older_rounds_are_searched_on_their_own_when_recent_matches_are_all_unre
     ]
     Turn.objects.bulk_create(whispers)
 
-    assert _search(campaign, "Thorin", "kestrel", before_round=1000, limit=3) == [
+    assert _newest(campaign, "Thorin", "kestrel", before_round=1000, limit=3) == [
         "an old kestrel feather"
     ]
