@@ -20,6 +20,7 @@ from campaigns.console.views.base import campaign_context
 from campaigns.models import Job
 from campaigns.services.arena import arena_start, latest_arena_run
 from campaigns.services.arena.plot import arena_plot
+from context_engine.arena.run import below_floor, categories_of
 
 TEMPLATE = "campaigns/console/arena.html"
 ACTIVE = (Job.Status.PENDING, Job.Status.RUNNING)
@@ -53,6 +54,7 @@ def _context(access: Access, error: str = "") -> dict:
         "run": run,
         "report": report,
         "rows": rows,
+        **_recall(report or {}, recommended),
         "recommended": recommended,
         "judge_note": (run.details.get("judge") or {}).get("note", "") if run else "",
         "job": job,
@@ -60,6 +62,37 @@ def _context(access: Access, error: str = "") -> dict:
         "error": error,
         **header,
     }
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def _recall(report: dict, recommended: dict) -> dict:
+    """The evidence-recall table (when the campaign has questions): every configuration
+    and the two floors, recall overall and per category."""
+    floors = report.get("floors") or []
+    if not floors:
+        return {"recall_rows": [], "categories": []}
+    categories = categories_of(report)
+    rows = []
+    for row in [*report["results"], *floors]:
+        cats = row.get("evidence_by_category", {})
+        floor = row in floors
+        rows.append(
+            {
+                "strategy": row["strategy"],
+                "budget": row["budget"],
+                "floor": floor,
+                "recall_pct": _pct(row.get("evidence_recall")),
+                "by_category": [_pct(cats.get(c)) for c in categories],
+                "tokens": row.get("evidence_tokens", 0),
+                "below_bm25": not floor and below_floor(row, floors),
+                "recommended": (recommended.get("strategy"), recommended.get("budget"))
+                == (row["strategy"], row["budget"]),
+            }
+        )
+    return {"recall_rows": rows, "categories": categories}
 
 
 @login_required

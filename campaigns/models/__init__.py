@@ -5,7 +5,7 @@ Models hold fields, constraints and small properties. Writes go through
 Visibility values are validated in one place (`campaigns.validation.clean_visibility`).
 """
 
-from campaigns.models.arena import ArenaRun, Fact
+from campaigns.models.arena import ArenaRun, Fact, Question
 from campaigns.models.campaign import (
     MONOLOGUE_KIND,
     ContextEvent,
@@ -42,6 +42,7 @@ __all__ = [
     "LoreRevision",
     "ModelCall",
     "Participant",
+    "Question",
     "RetrievalPin",
     "RoundStep",
     "SearchBacklog",

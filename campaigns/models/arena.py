@@ -1,4 +1,4 @@
-"""The Arena: facts a campaign should remember, and stored runs."""
+"""The Arena: facts a campaign should remember, questions it should answer, stored runs."""
 
 from __future__ import annotations
 
@@ -32,6 +32,40 @@ class Fact(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class Question(models.Model):
+    """An evidence-recall question (SPEC §5.7, the transcript's ``questions``).
+
+    ``evidence`` is the list of turn ids that hold the answer (the transcript names them
+    by turn key; export maps them back). ``role`` is whose pack is asked ("" = every
+    non-judge role that can read some evidence). ``position`` keeps the file's order for
+    a byte-identical export.
+    """
+
+    # No index of its own: `question_unique_position` starts with it.
+    experiment = models.ForeignKey(
+        Experiment, on_delete=models.CASCADE, related_name="questions", db_index=False
+    )
+    position = models.PositiveIntegerField(default=0)
+    question = models.TextField()
+    answer = models.TextField()
+    evidence = models.JSONField(default=list, help_text="Turn ids, in the file's order.")
+    category = models.CharField(max_length=64)
+    role = models.CharField(max_length=64, blank=True, default="", help_text="'' = every reader.")
+    asked_at_round = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["experiment_id", "position", "id"]
+        constraints = [
+            # Also serves "the questions of experiment E in file order" (export, Arena).
+            models.UniqueConstraint(
+                fields=["experiment", "position"], name="question_unique_position"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.question[:60]
 
 
 class ArenaRun(models.Model):

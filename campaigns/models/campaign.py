@@ -172,12 +172,27 @@ class Turn(models.Model):
     )
     tokens = models.PositiveIntegerField(default=0, help_text="Counted once on write.")
     created_at = models.DateTimeField(auto_now_add=True)
+    # Nullable, not "": SQLite adds a nullable column in place (a rebuilt table would lose
+    # its triggers), and NULL is what the partial unique index below leaves out.
+    key = models.CharField(  # noqa: DJ001
+        max_length=64,
+        null=True,
+        blank=True,
+        default=None,
+        help_text="The turn's key in an imported transcript (what questions' evidence names).",
+    )
 
     class Meta:
         ordering = ["experiment_id", "seq"]
         constraints = [
             # Also serves "turns of an experiment in seq order" and "seq > N" reads.
             models.UniqueConstraint(fields=["experiment", "seq"], name="turn_unique_seq"),
+            # Partial: only keyed (imported) turns pay the index write.
+            models.UniqueConstraint(
+                fields=["experiment", "key"],
+                condition=Q(key__isnull=False),
+                name="turn_unique_key",
+            ),
             models.CheckConstraint(condition=Q(round__gte=0), name="turn_round_not_negative"),
             models.CheckConstraint(condition=Q(seq__gte=1), name="turn_seq_positive"),
             models.CheckConstraint(condition=Q(kind__in=list(TURN_KINDS)), name="turn_kind_valid"),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from django.db.models import Q, QuerySet
 
-from campaigns.models import Experiment, Fact, LoreEntry, Participant, Summary, Turn
+from campaigns.models import Experiment, Fact, LoreEntry, Participant, Question, Summary, Turn
 from context_engine.memory.vocabulary import zipf
 
 
@@ -124,6 +124,14 @@ def facts_visible_to(*, experiment: Experiment | int, viewer: Viewer) -> QuerySe
     """Planted facts whose audience includes the viewer (omniscient readers: all)."""
     experiment_id = experiment if isinstance(experiment, int) else experiment.pk
     return Fact.objects.filter(experiment_id=experiment_id).filter(_readable("audience", viewer))
+
+
+def question_list(*, experiment: Experiment | int) -> QuerySet[Question]:
+    """Evidence-recall questions in file order. The Arena's own data, read only for the
+    experiment's owner (the Arena replays as the omniscient reader and filters each
+    role's evidence with the engine's predicate); no player-facing read uses it."""
+    experiment_id = experiment if isinstance(experiment, int) else experiment.pk
+    return Question.objects.filter(experiment_id=experiment_id).order_by("position", "id")
 
 
 def current_round(*, experiment: Experiment | int) -> int:

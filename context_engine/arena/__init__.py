@@ -3,11 +3,13 @@
 Pure Python like the rest of the engine: `History` is the whole campaign loaded once
 (frozen dataclasses), `Replay` rebuilds every role's pack as of any round (digests and
 strategic summaries folded in memory with the offline template, lore as it stood),
-`judge` scores packs against planted facts, and `run_arena` produces the report.
+`judge` scores packs against planted facts, `recall` scores evidence recall against the
+`floors` (recency and BM25 at equal tokens), and `run_arena` produces the report.
 """
 
 from context_engine.arena.facts import FactView, derive_facts, entitled, is_hinge_fact
 from context_engine.arena.judge import JudgeStats, ModelJudge, OfflineJudge
+from context_engine.arena.recall import QuestionView
 from context_engine.arena.replay import History, Replay, scaled_config
 from context_engine.arena.run import (
     DEFAULT_BUDGETS,
@@ -29,6 +31,7 @@ __all__ = [
     "JudgeStats",
     "ModelJudge",
     "OfflineJudge",
+    "QuestionView",
     "Replay",
     "check_bar",
     "checkpoints_for",

@@ -18,6 +18,22 @@ nowhere else (so a leak check cannot be fooled by coincidence):
 - an NPC, Lord Vane, who dies two thirds of the way in: his lore entry is invalidated
   from that round (not deleted), the death is a hinge, and the place of death gets a
   lore entry of its own.
+
+Every turn has a key (``t1``, ``t2``, … in file order), and ``questions`` (evidence
+recall, SPEC §5.7) name the turns that hold each answer; an answer of several parts
+joins them with ``"; "``, each part standing in some evidence turn:
+
+- ``single``: each coined term (asked where the stranger mentions it again) and each
+  sworn oath;
+- ``multi``: facts spread over rounds (Lord Vane's promise and his death; pairs of
+  oaths);
+- ``when``: the date a round states ("the 14th of Quorvex") as the party reaches a
+  place;
+- ``secret``: whispers (their two-role audience), GM notes (the DM) and monologues
+  (their speaker): only that audience can read the evidence.
+
+The date turns draw from a random stream of their own, so adding them changed nothing
+else a seed generates.
 """
 
 from __future__ import annotations
@@ -127,6 +143,15 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
         by_round.setdefault(round_, []).append(turn)
         return turn
 
+    asked: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []  # (question, its turns)
+
+    def ask(question, answer, evidence, category, at, *, role=None) -> None:
+        item = {"question": question, "answer": answer, "evidence": [], "category": category}
+        if role is not None:
+            item["role"] = role
+        item["asked_at_round"] = at
+        asked.append((item, evidence))
+
     def fact(fid, round_, audience, answer, question) -> None:
         facts.append(
             {
@@ -165,6 +190,13 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
                 f"A stranger asks whether anyone still remembers the {term}.",
                 tags=[],
             ),
+        )
+        ask(
+            f"What is the {term}, and whose relic is it?",
+            f"a relic of the {trait} folk",
+            [intro],
+            "single",
+            late,
         )
         lore.append(_lore(term, "artifact", definition, None, start, late))
         sources.append((lore[-1], intro))
@@ -221,17 +253,25 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
         )
     )
     sources.append((lore[-1], death_turn))
+    ask(
+        "Who promised the party safe passage through Highmoor, and where did he fall?",
+        f"Lord Vane; {ford}",
+        [vane_turn, death_turn],
+        "multi",
+        rounds,
+    )
     fact("npc-lord-vane", vane_intro, None, ["Lord Vane"], "Who ruled Highmoor?")
     fact("hinge-vane-death", death, None, ["Lord Vane", ford], "Where did Lord Vane die?")
 
     # Public turning points.
     hinge_rounds = [r for r in range(12, rounds - 1, 12) if r != death]
+    oaths: list[tuple[str, str, dict[str, Any]]] = []
     for r in hinge_rounds:
         oath = words.new()
         who = "DM" if r % 24 == 0 else cast[(r // 12) % len(cast)]
         kind = "narrative" if who == "DM" else "action"
         subject = "The party" if who == "DM" else who
-        plant(
+        sworn = plant(
             r,
             _turn(
                 r,
@@ -242,7 +282,18 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
                 hinge=True,
             ),
         )
+        oaths.append((subject, f"the {_cap(oath)} oath", sworn))
+        ask(f"Which oath did {subject} swear?", oaths[-1][1], [sworn], "single", rounds)
         fact(f"hinge-{oath}", r, None, [_cap(oath)], f"What oath was sworn in round {r}?")
+
+    for (_, first, a), (_, second, b) in zip(oaths[::2], oaths[1::2], strict=False):
+        ask(
+            f"Which oaths were sworn at the crossroads in rounds {a['round']} and {b['round']}?",
+            f"{first}; {second}",
+            [a, b],
+            "multi",
+            rounds,
+        )
 
     # Secrets, whispers, GM notes, monologues.
     participants = [_participant("DM", "dm", "The game master.", "", None, 0)]
@@ -265,10 +316,11 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
                 [f"{goal} codex"],
                 f"What is {name}'s secret goal?",
             )
+        hidden = []
         for k in range(2):
             r = rng.randint(5, rounds - 10)
             item = words.new()
-            plant(
+            whispered = plant(
                 r,
                 _turn(
                     r,
@@ -279,6 +331,7 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
                     tags=[f"thread:{item} sigil"],
                 ),
             )
+            hidden.append((f"{item} sigil", whispered))
             fact(
                 f"whisper-{name}-{k}",
                 r,
@@ -286,9 +339,16 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
                 [f"{item} sigil"],
                 f"What did {name} hide under the cloak?",
             )
+        ask(
+            f"What did {name} hide under the cloak?",
+            "; ".join(item for item, _ in hidden),
+            [turn for _, turn in hidden],
+            "secret",
+            rounds,
+        )
         r = rng.randint(min(8, rounds // 3), rounds // 3)
         place = words.new()
-        plant(
+        thought = plant(
             r,
             _turn(
                 r,
@@ -299,12 +359,20 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
             ),
         )
         fact(f"monologue-{name}", r, [name], [_cap(place)], f"Where does {name} plan to go?")
+        ask(
+            f"Where does {name} plan to slip away to?",
+            _cap(place),
+            [thought],
+            "secret",
+            rounds,
+            role=name,
+        )
         for m in range(r + 25, rounds + 1, 25):
             plant(m, _turn(m, name, "monologue", rng.choice(_THOUGHTS), visibility=[name]))
     for k in range(4):
         r = rng.randint(5, rounds - 10)
         spy = words.new()
-        plant(
+        note = plant(
             r,
             _turn(
                 r,
@@ -316,6 +384,9 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
             ),
         )
         fact(f"gmnote-{k}", r, ["DM"], [f"{spy} spy"], "Who is the innkeeper really?")
+        ask("Who is the innkeeper really?", f"a {spy} spy", [note], "secret", rounds)
+
+    dates = _plant_dates(seed, rounds, words, plant)
 
     # Assemble: per round the DM narrates, players act, then planted turns.
     for r in range(1, rounds + 1):
@@ -337,6 +408,9 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
     index_of = {id(t): i for i, t in enumerate(turns)}
     for entry, turn in sources:
         entry["source_turns"] = [index_of[id(turn)]]
+    for item, evidence in [*asked, *dates]:
+        item["evidence"] = [f"t{index_of[id(turn)] + 1}" for turn in evidence]
+    turns = [{"key": f"t{i + 1}", **turn} for i, turn in enumerate(turns)]
     return {
         "format": FORMAT,
         "experiment": {
@@ -350,7 +424,42 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
         "turns": turns,
         "lore": sorted(lore, key=lambda e: e["term"].lower()),
         "facts": facts,
+        "questions": [item for item, _ in [*asked, *dates]],
     }
+
+
+_MONTH_DAYS = 28
+DATED_ROUNDS = 6
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def _plant_dates(seed: int, rounds: int, words: _Words, plant) -> list[tuple[dict, list[dict]]]:
+    """ "When" questions: rounds whose narration states the date as the party reaches a
+    place (invented month and place names: the answer stands nowhere else)."""
+    rng = random.Random(f"dates-{seed}")
+    own = _Words(rng)
+    own.used = words.used  # unique against every other invented word
+    out = []
+    for r in sorted(rng.sample(range(3, rounds - 2), DATED_ROUNDS)):
+        date = f"the {_ordinal(rng.randint(1, _MONTH_DAYS))} of {_cap(own.new())}"
+        place = _cap(own.new())
+        turn = plant(
+            r,
+            _turn(r, "DM", "narrative", f"It is {date} when the party first reaches {place}."),
+        )
+        item = {
+            "question": f"On what day did the party first reach {place}?",
+            "answer": date,
+            "evidence": [],
+            "category": "when",
+            "asked_at_round": rounds,
+        }
+        out.append((item, [turn]))
+    return out
 
 
 def _turn(round_, speaker, kind, content, *, visibility=None, tags=None, hinge=False) -> dict:

@@ -232,6 +232,13 @@ class Replay:
 
     # --- packs -------------------------------------------------------------------------
 
+    def readable_turns(self, role: str, round_: int) -> list[TurnView]:
+        """``role``'s readable turns as of ``round_``, in story order (the Arena's floors
+        and evidence recall see exactly these)."""
+        end = bisect_right(self._rounds, round_)
+        mine = self._readable[role]
+        return [self.turns[i] for i in mine[: bisect_right(mine, end - 1)]]
+
     def instruction(self, role: str, round_: int) -> str:
         """The relay's input for ``role`` at ``round_`` (what its pack is built for)."""
         participant = self._by_role[role]

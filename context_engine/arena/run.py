@@ -12,10 +12,15 @@ Metrics per (strategy, budget):
   with the same answer (a secret revealed later is public knowledge, not a leak), and
   every answer string is in its pack.
 
+With ``questions`` (`recall`), each row also has ``evidence_recall`` (the headline),
+``evidence_by_category``, ``evidence_tokens`` (mean tokens of the question packs) and
+``evidence_pairs``; ``floors`` holds the ``recency`` and ``bm25`` rows at every budget.
+
 ``full_history_tokens`` is the mean, over the roles, of the untrimmed full-history pack
-at the last checkpoint. ``recommended`` is the highest retention with 0 leaks, ties to
-fewer mean tokens (then strategy name, then budget, for determinism); None when every
-configuration leaks.
+at the last checkpoint. ``recommended`` (`recommend`) has 0 leaks and, when questions
+exist, evidence recall no lower than the ``bm25`` floor at its budget; among those the
+highest evidence recall, then retention, ties to fewer mean tokens (then strategy name,
+then budget, for determinism); None when no configuration qualifies.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from dataclasses import dataclass
 
 from context_engine.arena.facts import FactView, entitled, is_hinge_fact
 from context_engine.arena.judge import OfflineJudge, offline_known, pack_hash
+from context_engine.arena.recall import QuestionView, asks_for, score_questions
 from context_engine.arena.replay import Replay, scaled_config
 from context_engine.pack import build_pack
 from context_engine.types import STRATEGIES, Pack
@@ -93,11 +99,31 @@ def _ratio(part: int, whole: int) -> float:
     return round(part / whole, 4) if whole else 1.0
 
 
-def recommend(results: Sequence[dict]) -> dict | None:
-    safe = [r for r in results if r["leaks"] == 0]
+def below_floor(row: dict, floors: Sequence[dict]) -> bool:
+    """Is ``row``'s evidence recall under the ``bm25`` floor at its budget?"""
+    floor = next(
+        (f for f in floors if f["strategy"] == "bm25" and f["budget"] == row["budget"]), None
+    )
+    if floor is None or floor.get("evidence_recall") is None:
+        return False
+    return (row.get("evidence_recall") or 0.0) < floor["evidence_recall"]
+
+
+def recommend(results: Sequence[dict], floors: Sequence[dict] = ()) -> dict | None:
+    """The best configuration with no leak and, when questions exist, not below ``bm25``."""
+    safe = [r for r in results if r["leaks"] == 0 and not below_floor(r, floors)]
     if not safe:
         return None
-    best = min(safe, key=lambda r: (-r["retention"], r["mean_tokens"], r["strategy"], r["budget"]))
+    best = min(
+        safe,
+        key=lambda r: (
+            -(r.get("evidence_recall") or 0.0),
+            -r["retention"],
+            r["mean_tokens"],
+            r["strategy"],
+            r["budget"],
+        ),
+    )
     return {"strategy": best["strategy"], "budget": best["budget"]}
 
 
@@ -106,6 +132,7 @@ def run_arena(
     facts: Sequence[FactView],
     options: ArenaOptions = ArenaOptions(),
     *,
+    questions: Sequence[QuestionView] = (),
     judge=None,
     clock: Callable[[], float] = time.perf_counter,
     progress: Callable[[int, int, str], None] | None = None,
@@ -124,7 +151,8 @@ def run_arena(
     omniscient = {p.role: p.kind == "judge" for p in replay.participants}
     last = replay.history.last_round
     checkpoints = checkpoints_for(last, options.every)
-    replay.prepare(checkpoints)
+    asks = asks_for(replay, questions, roles)
+    replay.prepare(sorted({*checkpoints, *(a.question.asked_at_round for a in asks)}))
     facts = sorted(facts, key=lambda f: f.id)
     base = replay.history.config
     configs = [
@@ -133,7 +161,8 @@ def run_arena(
         for budget in options.budgets
     ]
     tallies = {(s, b): _Tally() for s, b, _ in configs}
-    total = len(checkpoints) * len(roles) * len(configs)
+    fact_packs = len(checkpoints) * len(roles) * len(configs)
+    total = fact_packs + len(asks) * len(configs)
     done = 0
     for checkpoint in checkpoints:
         introduced = [f for f in facts if f.round <= checkpoint]
@@ -177,6 +206,15 @@ def run_arena(
                 done += 1
                 if progress is not None and done % 25 == 0:
                     progress(done, total, f"round {checkpoint}, {role}, {strategy} @ {budget}")
+    recalls, floor_tallies = score_questions(
+        replay,
+        asks,
+        configs,
+        clock=clock,
+        progress=None
+        if progress is None
+        else lambda d, _t, label: progress(d + done, total, label),
+    )
     full_tokens = []
     full_config = scaled_config(base, strategy="full_history", total=FULL_HISTORY_BUDGET)
     for role in roles:
@@ -195,6 +233,7 @@ def run_arena(
                 "max_tokens": max(t.tokens, default=0),
                 "build_ms_median": round(statistics.median(t.build_ms), 3) if t.build_ms else 0.0,
                 "leaks": t.leaks,
+                **(recalls[(strategy, budget)].as_dict() if asks else {}),
             }
         )
         series.append(
@@ -218,13 +257,21 @@ def run_arena(
                 },
             }
         )
+    floors = (
+        [{"strategy": name, "budget": b, **t.as_dict()} for (name, b), t in floor_tallies.items()]
+        if asks
+        else []
+    )
     report = {
         "experiment": experiment,
         "checkpoints": checkpoints,
         "full_history_tokens": round(statistics.fmean(full_tokens), 1) if full_tokens else 0.0,
         "results": results,
-        "recommended": recommend(results),
+        "recommended": recommend(results, floors),
     }
+    if asks:
+        report["floors"] = floors
+        report["questions"] = {"questions": len(questions), "pairs": len(asks)}
     details = {
         "judge": judge.stats.as_dict(),
         "facts": len(facts),
@@ -279,24 +326,63 @@ def check_bar(report: dict, details: dict) -> dict | None:
     }
 
 
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def recall_columns(rows: Sequence[dict], categories: Sequence[str]) -> tuple[str, list[str]]:
+    """(header, one line per row): evidence recall overall and by category, and the
+    question packs' mean tokens; shared by the Arena's table and ``bench_recall``."""
+    widths = [max(8, len(c) + 2) for c in categories]
+    header = f"{'strategy':<18}{'budget':>7}{'recall':>9}" + "".join(
+        f"{c:>{w}}" for c, w in zip(categories, widths, strict=True)
+    )
+    header += f"{'q tok':>9}"
+    lines = []
+    for r in rows:
+        cats = r.get("evidence_by_category", {})
+        line = f"{r['strategy']:<18}{r['budget']:>7}{_pct(r.get('evidence_recall')):>9}"
+        line += "".join(
+            f"{_pct(cats.get(c)):>{w}}" for c, w in zip(categories, widths, strict=True)
+        )
+        lines.append(line + f"{r.get('evidence_tokens', 0):>9.0f}")
+    return header, lines
+
+
+def categories_of(report: dict) -> list[str]:
+    rows = [*report["results"], *report.get("floors", ())]
+    return sorted({c for r in rows for c in r.get("evidence_by_category", {})})
+
+
 def format_table(report: dict, details: dict | None = None) -> str:
-    """The terminal table: one line per configuration, the recommended one starred."""
+    """The terminal table: one line per configuration, the recommended one starred; with
+    questions, evidence recall first (the headline) and the two floors as rows."""
     rec = report.get("recommended") or {}
+    floors = report.get("floors", [])
+
+    def star(r: dict) -> str:
+        chosen = (rec.get("strategy"), rec.get("budget")) == (r["strategy"], r["budget"])
+        return " *" if chosen else ""
+
+    lines: list[str] = []
+    if floors:
+        head, rows = recall_columns([*report["results"], *floors], categories_of(report))
+        lines += ["evidence recall (each question as the pack's input)", head, "-" * len(head)]
+        notes = [
+            star(r) or ("  below bm25" if below_floor(r, floors) else "") for r in report["results"]
+        ] + ["  (floor)"] * len(floors)
+        lines += [line + note for line, note in zip(rows, notes, strict=True)]
+        lines += ["", "facts retention (planted facts at each checkpoint)"]
     header = (
         f"{'strategy':<18}{'budget':>7}{'retention':>11}{'hinges':>8}{'mean tok':>10}"
         f"{'max tok':>9}{'build ms':>10}{'leaks':>7}"
     )
-    lines = [header, "-" * len(header)]
+    lines += [header, "-" * len(header)]
     for r in report["results"]:
-        star = (
-            " *"
-            if rec.get("strategy") == r["strategy"] and rec.get("budget") == r["budget"]
-            else ""
-        )
         lines.append(
             f"{r['strategy']:<18}{r['budget']:>7}{r['retention']:>11.1%}"
             f"{r['hinge_retention']:>8.1%}{r['mean_tokens']:>10.0f}{r['max_tokens']:>9}"
-            f"{r['build_ms_median']:>10.2f}{r['leaks']:>7}{star}"
+            f"{r['build_ms_median']:>10.2f}{r['leaks']:>7}{star(r)}"
         )
     lines.append("")
     lines.append(
@@ -304,8 +390,17 @@ def format_table(report: dict, details: dict | None = None) -> str:
         f"–{report['checkpoints'][-1]}); full history: {report['full_history_tokens']:.0f} "
         "tokens (mean over roles, last checkpoint)"
     )
+    if floors:
+        q = report["questions"]
+        lines.append(
+            f"questions: {q['questions']} ({q['pairs']} question × role pairs with readable "
+            "evidence); a configuration below the bm25 floor at its budget is never "
+            "recommended"
+        )
     if rec:
         lines.append(f"recommended: {rec['strategy']} @ {rec['budget']} (*)")
+    elif floors:
+        lines.append("recommended: none (every configuration leaks or is below the bm25 floor)")
     else:
         lines.append("recommended: none (every configuration leaks)")
     if details:

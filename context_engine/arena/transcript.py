@@ -1,7 +1,8 @@
 """A transcript dict (``babel-transcript/1``) straight into a `History` and facts.
 
 For the generator's benchmarks and engine tests, with no database: turn ids and seqs
-are the turns' 1-based positions, lore ids their 1-based positions. The Django side
+are the turns' 1-based positions, lore ids their 1-based positions, and a question's
+evidence keys become the ids of the turns with those keys. The Django side
 loads a stored experiment with `campaigns.services.arena.history_for` instead.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from context_engine.arena.facts import FactView
+from context_engine.arena.recall import QuestionView
 from context_engine.arena.replay import History
 from context_engine.types import LoreView, PackConfig, ParticipantView, TurnView
 
@@ -85,3 +87,38 @@ def history_from_transcript(
         config=config or PackConfig(),
     )
     return history, facts
+
+
+def questions_from_transcript(
+    data: dict[str, Any], items: list | None = None
+) -> tuple[QuestionView, ...]:
+    """The transcript's ``questions`` (or ``items``, questions over its turn keys).
+
+    Only what the replay needs is checked here (a ValueError naming the field: an
+    evidence key no turn has, an unknown role); the importer validates the rest.
+    """
+    ids = {t["key"]: i + 1 for i, t in enumerate(data["turns"]) if t.get("key")}
+    roles = {p["role"] for p in data["participants"]}
+    out = []
+    if items is None:
+        items = data.get("questions") or []
+    for n, q in enumerate(items):
+        evidence = []
+        for k, key in enumerate(q["evidence"]):
+            if key not in ids:
+                raise ValueError(f"questions[{n}].evidence[{k}]: No turn has this key.")
+            evidence.append(ids[key])
+        role = q.get("role")
+        if role is not None and role not in roles:
+            raise ValueError(f"questions[{n}].role: {role!r} is not a participant's role.")
+        out.append(
+            QuestionView(
+                question=q["question"],
+                answer=q["answer"],
+                evidence=tuple(evidence),
+                category=q["category"],
+                asked_at_round=q["asked_at_round"],
+                role=role,
+            )
+        )
+    return tuple(out)

@@ -26,6 +26,10 @@ RESULT_KEYS = {
     "max_tokens",
     "build_ms_median",
     "leaks",
+    "evidence_recall",
+    "evidence_by_category",
+    "evidence_tokens",
+    "evidence_pairs",
 }
 
 
@@ -70,16 +74,35 @@ def test_arena_prints_the_table_and_writes_the_json_and_the_plot(experiment, tmp
         "full_history_tokens",
         "results",
         "recommended",
+        "floors",
+        "questions",
     }
     assert report["experiment"] == experiment.pk
+    assert [(f["strategy"], f["budget"]) for f in report["floors"]] == [
+        ("recency", 4000),
+        ("recency", 13000),
+        ("bm25", 4000),
+        ("bm25", 13000),
+    ]
+    assert report["questions"]["questions"] == experiment.questions.count() > 0
     assert report["checkpoints"] == [20, 40]
     assert len(report["results"]) == 14
     assert all(set(r) == RESULT_KEYS for r in report["results"])
-    assert set(report["recommended"]) == {"strategy", "budget"}
     assert plot_path.read_bytes().startswith(b"\x89PNG")
     for row in report["results"]:
         assert row["strategy"] in text
-    assert f"recommended: {report['recommended']['strategy']}" in text
+    assert "evidence recall" in text and "(floor)" in text
+    assert "below the bm25 floor at its budget is never recommended" in text
+    bm25 = {f["budget"]: f["evidence_recall"] for f in report["floors"] if f["strategy"] == "bm25"}
+    rec = report["recommended"]
+    if rec is None:
+        assert "recommended: none" in text
+    else:
+        chosen = next(
+            r for r in report["results"] if (r["strategy"], r["budget"]) == tuple(rec.values())
+        )
+        assert chosen["evidence_recall"] >= bm25[rec["budget"]]
+        assert f"recommended: {rec['strategy']}" in text
     assert "bar (layered @ 13000)" in text and "facts: " in text and "(declared)" in text
 
 
@@ -148,4 +171,45 @@ def test_the_report_loads_the_history_once_whatever_its_length():
             report, _ = arena_report(experiment=experiment, params=params)
         assert len(report["checkpoints"]) == rounds // 5
         counts.append(len(captured.captured_queries))
-    assert counts[0] == counts[1] <= 5, counts
+    assert counts[0] == counts[1] <= 6, counts
+
+
+def test_bench_recall_scores_a_transcript_file_in_memory(tmp_path, django_assert_num_queries):
+    data = generate_campaign(rounds=24, players=2, seed=4)
+    path = tmp_path / "campaign.json"
+    path.write_text(transcripts.dumps(data))
+    with django_assert_num_queries(0):
+        text = run("bench_recall", path, "--budgets", "2000", "--strategies", "layered")
+    lines = text.splitlines()
+    assert lines[0].split()[:3] == ["strategy", "budget", "recall"]
+    assert {"multi", "secret", "single", "when"} <= set(lines[0].split())
+    rows = {line.split()[0] for line in lines[2:] if line and not line[0].isdigit()}
+    assert {"layered", "recency", "bm25"} <= rows
+    assert f"{len(data['questions'])} questions" in text
+
+
+def test_bench_recall_takes_a_questions_file_over_the_turn_keys(tmp_path):
+    data = generate_campaign(rounds=24, players=2, seed=4)
+    path, questions = tmp_path / "campaign.json", tmp_path / "questions.json"
+    path.write_text(transcripts.dumps(data))
+    first = data["turns"][0]
+    asked = {
+        "question": first["content"].split(".")[0] + "?",  # shares its words: BM25 finds it
+        "answer": "rain",
+        "evidence": [first["key"]],
+        "category": "weather",
+        "asked_at_round": first["round"],
+    }
+    questions.write_text(json.dumps({"questions": [asked]}))
+    text = run("bench_recall", path, "--budgets", "2000", "--strategies", "full_history",
+               "--questions", questions)  # fmt: skip
+    header = text.splitlines()[0].split()
+    assert "weather" in header and "secret" not in header
+    assert "1 questions" in text
+    # Asked at round 1 with its own words, the round's narration fits either floor first.
+    floors = [line.split() for line in text.splitlines() if line.startswith(("recency", "bm25"))]
+    assert floors and all(f[2] == "100.0%" for f in floors)
+    asked["evidence"] = ["missing"]
+    questions.write_text(json.dumps({"questions": [asked]}))
+    with pytest.raises(CommandError, match=r"questions\[0\]\.evidence\[0\]"):
+        run("bench_recall", path, "--questions", questions)

@@ -34,6 +34,11 @@ class TranscriptParticipantSerializer(serializers.Serializer):
 
 
 class TranscriptTurnSerializer(serializers.Serializer):
+    key = serializers.CharField(
+        required=False,
+        max_length=64,
+        help_text="Optional, unique in the transcript: what questions' evidence names.",
+    )
     round = serializers.IntegerField()
     speaker = serializers.CharField()
     kind = serializers.ChoiceField(choices=Turn.Kind.choices)
@@ -70,6 +75,20 @@ class TranscriptFactSerializer(serializers.Serializer):
     question = serializers.CharField()
 
 
+class TranscriptQuestionSerializer(serializers.Serializer):
+    question = serializers.CharField()
+    answer = serializers.CharField()
+    evidence = serializers.ListField(
+        child=serializers.CharField(), help_text="Keys of the turns that hold the answer."
+    )
+    category = serializers.CharField()
+    role = serializers.CharField(
+        required=False,
+        help_text="Whose pack is asked; absent: every non-judge role that can read evidence.",
+    )
+    asked_at_round = serializers.IntegerField()
+
+
 class TranscriptSerializer(serializers.Serializer):
     format = serializers.ChoiceField(choices=[FORMAT])
     experiment = TranscriptExperimentSerializer()
@@ -78,6 +97,9 @@ class TranscriptSerializer(serializers.Serializer):
     lore = TranscriptLoreSerializer(many=True)
     facts = TranscriptFactSerializer(
         many=True, required=False, help_text="Optional: the Arena's planted facts."
+    )
+    questions = TranscriptQuestionSerializer(
+        many=True, required=False, help_text="Optional: the Arena's evidence-recall questions."
     )
 
 
@@ -96,6 +118,7 @@ TRANSCRIPT_IMPORT_SCHEMA = {
         "turns": {"type": "array", "items": {"type": "object"}},
         "lore": {"type": "array", "items": {"type": "object"}},
         "facts": {"type": "array", "items": {"type": "object"}},
+        "questions": {"type": "array", "items": {"type": "object"}},
     },
     "required": ["experiment", "participants", "turns"],
     "additionalProperties": False,

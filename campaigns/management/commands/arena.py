@@ -15,8 +15,9 @@ from context_engine.types import STRATEGIES
 class Command(BaseCommand):
     help = (
         "Replay an experiment under every strategy × budget and score each role's pack on "
-        "the planted facts (retention, hinges, tokens, leaks); print the table and the "
-        "recommended configuration."
+        "the planted facts (retention, hinges, tokens, leaks) and, when the campaign has "
+        "questions, on evidence recall against the recency and bm25 floors; print the table "
+        "and the recommended configuration."
     )
 
     def add_arguments(self, parser):

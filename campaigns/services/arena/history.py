@@ -1,11 +1,18 @@
-"""Load an experiment for the Arena: four queries, whatever its length."""
+"""Load an experiment for the Arena: five queries, whatever its length."""
 
 from __future__ import annotations
 
-from campaigns.models import Experiment, Fact, Participant
+from campaigns.models import Experiment, Fact, Participant, Question
 from campaigns.reads import adapters, selectors
 from campaigns.validation import effective_config
-from context_engine.arena import FactView, History, ModelJudge, OfflineJudge, derive_facts
+from context_engine.arena import (
+    FactView,
+    History,
+    ModelJudge,
+    OfflineJudge,
+    QuestionView,
+    derive_facts,
+)
 from context_engine.llm import is_offline
 from context_engine.llm.factory import client_for
 from context_engine.visibility import parse_stored_visibility
@@ -62,6 +69,22 @@ def facts_for(*, experiment: Experiment, history: History) -> tuple[tuple[FactVi
         turns=history.turns, lore=history.lore, participants=history.participants
     )
     return derived, "derived"
+
+
+def question_view(question: Question) -> QuestionView:
+    return QuestionView(
+        question=question.question,
+        answer=question.answer,
+        evidence=tuple(int(i) for i in question.evidence or ()),
+        category=question.category,
+        asked_at_round=question.asked_at_round,
+        role=question.role or None,
+    )
+
+
+def questions_for(*, experiment: Experiment) -> tuple[QuestionView, ...]:
+    """The experiment's evidence-recall questions (none: the Arena scores facts only)."""
+    return tuple(question_view(q) for q in selectors.question_list(experiment=experiment))
 
 
 def judge_for(name: str, *, sleep=None):

@@ -1,4 +1,5 @@
-"""The Arena's plot: retention against tokens per strategy, and retention over rounds.
+"""The Arena's plot: retention against tokens per strategy, retention over rounds, and —
+when the campaign has questions — evidence recall against tokens with the two floors.
 
 matplotlib with the Agg backend (no display, thread-safe enough for a worker); imported
 lazily so the web process never pays for it unless a plot is asked for.
@@ -17,7 +18,10 @@ def arena_plot(report: dict, details: dict, path: str | Path | BinaryIO):
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5.2), dpi=110)
+    floors = report.get("floors") or []
+    panels = 3 if floors else 2
+    fig, axes = plt.subplots(1, panels, figsize=(6.5 * panels, 5.2), dpi=110)
+    left, right = axes[0], axes[1]
     strategies = list(dict.fromkeys(r["strategy"] for r in report["results"]))
     colours = {s: plt.get_cmap("tab10")(i % 10) for i, s in enumerate(strategies)}
     for strategy in strategies:
@@ -65,6 +69,8 @@ def arena_plot(report: dict, details: dict, path: str | Path | BinaryIO):
     right.set_title(f"Retention over rounds (budget {budget})")
     right.set_ylim(-2, 102)
     right.grid(True, alpha=0.3)
+    if floors:
+        _recall_panel(axes[2], report, floors, colours)
     rec = report.get("recommended")
     if rec:
         fig.suptitle(
@@ -76,3 +82,27 @@ def arena_plot(report: dict, details: dict, path: str | Path | BinaryIO):
     fig.savefig(target, format="png")
     plt.close(fig)
     return target
+
+
+def _recall_panel(axis, report: dict, floors: list[dict], colours: dict) -> None:
+    """Evidence recall against the question packs' tokens; the floors dashed, in grey."""
+    rows_of = {}
+    for row in [*report["results"], *floors]:
+        rows_of.setdefault(row["strategy"], []).append(row)
+    for name, rows in rows_of.items():
+        rows = sorted(rows, key=lambda r: r["evidence_tokens"])
+        floor = name not in colours
+        axis.plot(
+            [r["evidence_tokens"] for r in rows],
+            [100 * (r["evidence_recall"] or 0) for r in rows],
+            marker="s" if floor else "o",
+            linestyle="--" if floor else "-",
+            color=("black" if name == "bm25" else "grey") if floor else colours[name],
+            label=f"{name} (floor)" if floor else name,
+        )
+    axis.set_xlabel("mean pack tokens (question packs)")
+    axis.set_ylabel("evidence recall (%)")
+    axis.set_title("Evidence recall vs tokens (below bm25: never recommended)")
+    axis.set_ylim(-2, 102)
+    axis.grid(True, alpha=0.3)
+    axis.legend(fontsize=8)

@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 
 from campaigns.models import ArenaRun, Experiment, Job
-from campaigns.services.arena.history import facts_for, history_for, judge_for
+from campaigns.services.arena.history import facts_for, history_for, judge_for, questions_for
 from campaigns.services.dispatch import send_on_commit
 from context_engine.arena import DEFAULT_BUDGETS, DEFAULT_EVERY, ArenaOptions, Replay, run_arena
 from context_engine.llm.factory import is_known_model_id
@@ -96,6 +96,7 @@ def arena_report(
         Replay(history),
         facts,
         options,
+        questions=questions_for(experiment=experiment),
         judge=judge,
         progress=progress,
         experiment=experiment.pk,

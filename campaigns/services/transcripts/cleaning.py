@@ -8,7 +8,7 @@ import json
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from campaigns.services.transcripts.common import TURN_KEYS, reject_unknown
+from campaigns.services.transcripts.common import MAX_TURN_KEY, TURN_KEYS, reject_unknown
 from campaigns.services.turns import private_kinds, turn_fields
 from campaigns.validation import (
     clean_tags,
@@ -20,7 +20,8 @@ from context_engine.types import TURN_KINDS
 
 class TurnCleaner:
     """Turn items → row tuples ``(round, speaker, kind, content, visibility JSON, tags JSON,
-    hinge, needs_review)``, exactly as `turn_fields` cleans them.
+    hinge, needs_review, key)``, exactly as `turn_fields` cleans them (key None when absent);
+    ``keys`` maps each turn key (optional, unique in the transcript) to its turn's index.
 
     The fast path accepts only items that plainly pass every rule of `turn_fields`, and
     memoises the two costly parts, visibility (normalised, private-kind defaults, JSON)
@@ -40,10 +41,18 @@ class TurnCleaner:
         self.kinds = frozenset(TURN_KINDS)
         self.visibility: dict[tuple, object] = {}
         self.tags: dict[tuple, object] = {None: "[]"}
+        self.keys: dict[str, int] = {}
 
     def row(self, index: int, item: object) -> tuple:
         fast = self.fast(item)
-        return fast if fast is not None else self.slow(index, item)
+        if fast is None:
+            fast = self.slow(index, item)
+        key = fast[8]
+        if key:
+            if key in self.keys:
+                raise ValidationError({f"turns[{index}].key": ["Duplicate key."]})
+            self.keys[key] = index
+        return fast
 
     def fast(self, item: object) -> tuple | None:
         """The row, or None when `slow` must decide (it raises or gives the row)."""
@@ -52,8 +61,10 @@ class TurnCleaner:
         get = item.get
         round_, speaker, kind, content = get("round"), get("speaker"), get("kind"), get("content")
         hinge, needs_review = get("hinge", False), get("needs_review", False)
+        key = get("key")
         if (
-            type(round_) is not int
+            (key is not None and (type(key) is not str or not 0 < len(key) <= MAX_TURN_KEY))
+            or type(round_) is not int
             or not 0 <= round_ <= self.max_round
             or type(speaker) is not str
             or speaker not in self.roles
@@ -85,7 +96,7 @@ class TurnCleaner:
             tags_json = self.tags[tags_key] = self._tags(tags)
         if vis_json is self._BAD or tags_json is self._BAD:
             return None
-        return (round_, speaker, kind, content, vis_json, tags_json, hinge, needs_review)
+        return (round_, speaker, kind, content, vis_json, tags_json, hinge, needs_review, key)
 
     def _visibility(self, kind: str, speaker: str, visibility: list | None) -> object:
         try:
@@ -112,6 +123,11 @@ class TurnCleaner:
         needs_review = item.get("needs_review", False)
         if not isinstance(needs_review, bool):
             raise ValidationError({f"{prefix}needs_review": ["Must be true or false."]})
+        key = item.get("key")
+        if key is not None and (not isinstance(key, str) or not 0 < len(key) <= MAX_TURN_KEY):
+            raise ValidationError(
+                {f"{prefix}key": [f"A turn key is a string of 1–{MAX_TURN_KEY} characters."]}
+            )
         try:
             cleaned = turn_fields(
                 roles=self.roles,
@@ -138,9 +154,10 @@ class TurnCleaner:
             json.dumps(cleaned["tags"]),
             cleaned["hinge"],
             needs_review,
+            None if key is None else str.__str__(key),
         )
 
 
-def clean_turns(roles, dm_roles, items: list, limit: int) -> list[tuple]:
-    row = TurnCleaner(roles, dm_roles, limit).row
+def clean_turns(cleaner: TurnCleaner, items: list) -> list[tuple]:
+    row = cleaner.row
     return [row(index, item) for index, item in enumerate(items)]

@@ -11,10 +11,21 @@ from django.core.exceptions import ValidationError
 from campaigns.models import LORE_FIELDS
 
 FORMAT = "babel-transcript/1"
-TOP_KEYS = {"format", "experiment", "participants", "turns", "lore", "facts"}
+TOP_KEYS = {"format", "experiment", "participants", "turns", "lore", "facts", "questions"}
 EXPERIMENT_KEYS = {"name", "hook", "rules", "config", "status"}
 PARTICIPANT_KEYS = {"role", "kind", "model", "bio", "identity", "secret", "reveal_round", "order"}
-TURN_KEYS = {"round", "speaker", "kind", "content", "visibility", "tags", "hinge", "needs_review"}
+TURN_KEYS = {
+    "key",
+    "round",
+    "speaker",
+    "kind",
+    "content",
+    "visibility",
+    "tags",
+    "hinge",
+    "needs_review",
+}
+MAX_TURN_KEY = 64
 LORE_KEYS = {*LORE_FIELDS, "source_turns"}
 LORE_INT_KEYS = ("first_seen_round", "last_seen_round", "mention_count")
 LORE_OPTIONAL_INT_KEYS = ("valid_from_round", "invalid_from_round")

@@ -7,6 +7,7 @@ from typing import Any
 
 from campaigns.models import LORE_FIELDS, Experiment, Turn
 from campaigns.services.facts import facts_export
+from campaigns.services.questions import questions_export
 from campaigns.services.transcripts.common import FORMAT
 
 
@@ -51,11 +52,16 @@ def export_transcript(*, experiment: Experiment) -> dict[str, Any]:
     facts = facts_export(experiment=experiment)
     if facts:  # optional: a transcript without facts round-trips without the key
         transcript["facts"] = facts
+    key_of = {turn.pk: turn.key for turn in turns if turn.key}
+    questions = questions_export(experiment=experiment, key_of=key_of)
+    if questions:  # optional, as facts
+        transcript["questions"] = questions
     return transcript
 
 
 def _export_turn(turn: Turn) -> dict[str, Any]:
-    data = {
+    data: dict[str, Any] = {"key": turn.key} if turn.key else {}
+    data |= {
         "round": turn.round,
         "speaker": turn.speaker,
         "kind": turn.kind,

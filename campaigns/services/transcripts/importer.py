@@ -17,7 +17,8 @@ from campaigns.services.experiments import (
     role_taken,
 )
 from campaigns.services.facts import facts_import
-from campaigns.services.transcripts.cleaning import clean_turns
+from campaigns.services.questions import questions_import
+from campaigns.services.transcripts.cleaning import TurnCleaner, clean_turns
 from campaigns.services.transcripts.common import (
     EXPERIMENT_KEYS,
     FORMAT,
@@ -69,12 +70,22 @@ def _import(data: object, owner) -> Experiment:
         participant.role for participant in participants if participant.kind == Participant.Kind.DM
     )
     items = _list(data, "turns")
+    cleaner = TurnCleaner(roles, dm_roles, max_content_chars(experiment.config))
     lore = _LoreImport(experiment, roles, len(items), lambda: _list(data, "lore", required=False))
-    lore.write_sources(_import_turns(experiment, roles, dm_roles, items, lore.write_entries))
+    turn_ids = _import_turns(experiment, cleaner, items, lore.write_entries)
+    lore.write_sources(turn_ids)
     facts_import(experiment=experiment, roles=roles, items=_list(data, "facts", required=False))
     # The clock stands at the transcript's last round (an import is the DM side's act);
     # every turn was validated above, so each has a whole-number round.
     experiment.current_round = max((item["round"] for item in data["turns"]), default=0)
+    questions_import(
+        experiment=experiment,
+        roles=roles,
+        items=_list(data, "questions", required=False),
+        turn_keys=cleaner.keys,
+        turn_ids=turn_ids,
+        last_round=experiment.current_round,
+    )
     Experiment.objects.filter(pk=experiment.pk).update(current_round=experiment.current_round)
     return experiment
 
@@ -143,8 +154,7 @@ def _import_participants(experiment: Experiment, items: list) -> list[Participan
 
 def _import_turns(
     experiment: Experiment,
-    roles: set[str],
-    dm_roles: tuple[str, ...],
+    cleaner: TurnCleaner,
     items: list,
     validated: Callable[[], None],
 ) -> Sequence[int]:
@@ -164,23 +174,19 @@ def _import_turns(
       soon as its counts are in.
 
     ``validated()`` runs once every turn has validated and before the first turn row is
-    written: the lore's entries are written there, while the helpers count.
+    written: the lore's entries are written there, while the helpers count. ``cleaner``
+    keeps the turn keys it saw (``cleaner.keys``: key → index) for the questions.
     """
     if not items:
         return []
-    limit = max_content_chars(experiment.config)
     texts = turn_texts(items)
     counts = counting(texts)
     if connection.vendor == "postgresql":
-        rows = clean_turns(roles, dm_roles, items, limit)
+        rows = clean_turns(cleaner, items)
         validated()
         return pg_insert(experiment.pk, rows, counts)
     return sqlite_insert(
-        experiment.pk,
-        texts,
-        counts,
-        lambda: clean_turns(roles, dm_roles, items, limit),
-        validated,
+        experiment.pk, texts, counts, lambda: clean_turns(cleaner, items), validated
     )
 
 

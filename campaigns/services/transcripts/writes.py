@@ -55,8 +55,8 @@ def pg_insert(pk: int, rows: list[tuple], counts: Iterator[list[int]]) -> Sequen
             chunk = rows[start : start + CHUNK]
             lines = [
                 f"{pk}\t{seq}\t{n}\t{created_at}\t{r}\t{speaker}\t{kind}\t"
-                f"{_copy_text(content)}\t{vis}\t{tags}\t{hinge}\t{review}\tf\n"
-                for seq, (r, speaker, kind, content, vis, tags, hinge, review), n in zip(
+                f"{_copy_text(content)}\t{vis}\t{tags}\t{hinge}\t{review}\t{key}\tf\n"
+                for seq, (r, speaker, kind, content, vis, tags, hinge, review, key), n in zip(
                     range(start + 1, start + len(chunk) + 1),
                     _copy_rows(chunk),
                     chunk_counts,
@@ -102,7 +102,7 @@ def _copy_rows(chunk: list[tuple]):
     """Rows with their non-content columns in COPY text form (JSON texts repeat: the
     memo escapes each distinct one once)."""
     memo: dict[str | None, str] = {None: "\\N"}
-    for r, speaker, kind, content, vis, tags, hinge, review in chunk:
+    for r, speaker, kind, content, vis, tags, hinge, review, key in chunk:
         vis_text = memo.get(vis)
         if vis_text is None:
             vis_text = memo[vis] = _copy_text(vis)
@@ -118,6 +118,7 @@ def _copy_rows(chunk: list[tuple]):
             tags_text,
             "t" if hinge else "f",
             "t" if review else "f",
+            "\\N" if key is None else _copy_text(key),
         )
 
 
@@ -235,7 +236,7 @@ def _sqlite_fts_insert(raw, pk: int, ids: range, texts: list[str]) -> str | None
 _FTS_INSERT = "INSERT INTO campaigns_turn_fts(rowid, body) VALUES "
 _TURN_COLUMNS = (
     "experiment_id, seq, tokens, created_at, round, speaker, kind, content, visibility, "
-    "tags, hinge, needs_review"
+    "tags, hinge, needs_review, key"
 )
 _TURN_COLUMN_COUNT = len(_TURN_COLUMNS.split(","))
 _ROW = "(" + ", ".join(["?"] * (_TURN_COLUMN_COUNT + 1)) + ")"  # the driver's placeholders

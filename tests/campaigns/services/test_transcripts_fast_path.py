@@ -74,6 +74,8 @@ _FIELDS = {
     "tags": _tags,
     "hinge": st.one_of(st.booleans(), _scalars),
     "needs_review": st.one_of(st.booleans(), _scalars),
+    # Bad keys only: one cleaner sees every item twice, and a good key twice is a duplicate.
+    "key": st.one_of(st.sampled_from(["", "k" * 65]), st.integers(), st.lists(st.just("a"))),
 }
 _well_formed = st.fixed_dictionaries(
     {
@@ -120,6 +122,9 @@ def _reference(index: int, item: object, dm_roles: tuple[str, ...]) -> tuple:
     needs_review = item.get("needs_review", False)
     if not isinstance(needs_review, bool):
         raise ValidationError({f"{prefix}needs_review": ["Must be true or false."]})
+    key = item.get("key")
+    if key is not None and (not isinstance(key, str) or not 0 < len(key) <= 64):
+        raise ValidationError({f"{prefix}key": ["A turn key is a string of 1–64 characters."]})
     try:
         cleaned = turn_fields(
             roles=ROLES,
@@ -145,6 +150,7 @@ def _reference(index: int, item: object, dm_roles: tuple[str, ...]) -> tuple:
         json.dumps(cleaned["tags"]),
         cleaned["hinge"],
         needs_review,
+        key,
     )
 
 
@@ -188,7 +194,7 @@ def test_a_bad_turn_after_good_ones_names_its_index_and_field():
     good = {"round": 1, "speaker": "DM", "kind": "narrative", "content": "Rain.", "tags": []}
     items = [good] * 5 + [{**good, "visibility": ["Nobody"]}]
     with pytest.raises(ValidationError) as caught:
-        cleaning.clean_turns(ROLES, ("DM",), items, LIMIT)
+        cleaning.clean_turns(cleaning.TurnCleaner(ROLES, ("DM",), LIMIT), items)
     assert list(caught.value.message_dict) == ["turns[5].visibility"]
     assert "Unknown role 'Nobody'" in caught.value.message_dict["turns[5].visibility"][0]
 
@@ -211,6 +217,7 @@ _NEAR_MISSES = {
     "tags": [[""], [" "], ["x" * 101], [1], ["a"] * 51, "npc:Vane", {}, [["a"]]],
     "hinge": [1, 0, None, "true"],
     "needs_review": [1, 0, None, "true"],
+    "key": ["", "k" * 65, 7, ["t1"]],
     "mood": ["grim"],
 }
 
@@ -227,3 +234,18 @@ def test_a_near_miss_on_any_field_is_left_to_turn_fields(field, value, dm_roles)
     assert expected[0] == "error"
     assert cleaner.fast(item) is None
     assert _outcome(lambda: cleaner.row(4, item)) == expected
+
+
+def test_turn_keys_take_the_fast_path_and_map_to_their_index():
+    cleaner = cleaning.TurnCleaner(ROLES, ("DM",), LIMIT)
+    rows = cleaning.clean_turns(cleaner, [_GOOD, {**_GOOD, "key": "t1"}, {**_GOOD, "key": "t2"}])
+    assert [row[8] for row in rows] == [None, "t1", "t2"]
+    assert cleaner.keys == {"t1": 1, "t2": 2}
+    assert cleaner.fast({**_GOOD, "key": "k" * 64})[8] == "k" * 64
+
+
+def test_a_duplicate_turn_key_names_the_second_turn():
+    items = [{**_GOOD, "key": "a"}, {**_GOOD, "key": "b"}, {**_GOOD, "key": "a"}]
+    with pytest.raises(ValidationError) as caught:
+        cleaning.clean_turns(cleaning.TurnCleaner(ROLES, ("DM",), LIMIT), items)
+    assert caught.value.message_dict == {"turns[2].key": ["Duplicate key."]}

@@ -14,7 +14,8 @@ from context_engine.arena import (
     run_arena,
 )
 from context_engine.arena.generate import generate_campaign
-from context_engine.arena.transcript import history_from_transcript
+from context_engine.arena.recall import asks_for
+from context_engine.arena.transcript import history_from_transcript, questions_from_transcript
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +116,43 @@ def test_short_campaigns_generate_too(rounds):
         generate_campaign(rounds=19)
     with pytest.raises(ValueError, match="players"):
         generate_campaign(rounds=40, players=9)
+
+
+def test_every_turn_has_a_unique_key_and_every_question_names_existing_turns(campaign):
+    keys = [t["key"] for t in campaign["turns"]]
+    assert len(set(keys)) == len(keys) == len(campaign["turns"])
+    known = set(keys)
+    for question in campaign["questions"]:
+        assert question["evidence"] and set(question["evidence"]) <= known, question
+
+
+def test_the_generated_questions_evidence_really_holds_the_answer_text(campaign):
+    by_key = {t["key"]: t for t in campaign["turns"]}
+    categories = Counter(q["category"] for q in campaign["questions"])
+    assert set(categories) == {"single", "multi", "when", "secret"}
+    for question in campaign["questions"]:
+        evidence = [by_key[k] for k in question["evidence"]]
+        text = " ".join(t["content"] for t in evidence)
+        parts = question["answer"].split("; ")
+        assert all(part in text for part in parts), question
+        if question["category"] == "multi":  # spread over rounds
+            assert len({t["round"] for t in evidence}) > 1, question
+        assert all(t["round"] <= question["asked_at_round"] for t in evidence), question
+
+
+def test_secret_questions_evidence_is_found_only_by_its_audience(campaign):
+    history, _ = history_from_transcript(campaign)
+    questions = questions_from_transcript(campaign)
+    by_key = {t["key"]: t for t in campaign["turns"]}
+    pairs: dict[str, set[str]] = {}
+    for ask in asks_for(Replay(history), questions):
+        pairs.setdefault(ask.question.question, set()).add(ask.role)
+    secrets = [q for q in campaign["questions"] if q["category"] == "secret"]
+    assert secrets
+    for question in secrets:
+        audiences = [set(by_key[k]["visibility"]) for k in question["evidence"]]
+        assert all(audiences), question  # no public evidence
+        readers = set.union(*audiences)
+        if by_key[question["evidence"][0]]["kind"] == "monologue":
+            readers = {by_key[question["evidence"][0]]["speaker"]}
+        assert pairs[question["question"]] == readers, question
