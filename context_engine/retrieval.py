@@ -50,7 +50,7 @@ PRESETS = {
     "standard": Preset(facts=2, hits=40, neighbours=1),
     "deep": Preset(facts=3, hits=80, neighbours=2),
 }
-NEIGHBOURS_FIRST = 5  # hits whose neighbours come before the lower-ranked hits
+NEIGHBOURS_FIRST = 2  # hits whose neighbours come before the lower-ranked hits
 CONTEXT_TURNS = 4  # the newest turns whose rarer words join the query
 SNIPPET_TOKENS = 300  # a longer retrieved turn is cut to this
 HEADER = "## Retrieved memories (older turns and facts matching the current input)"

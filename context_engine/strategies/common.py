@@ -47,14 +47,13 @@ def build_sections(
     plan: tuple[Step, ...] = (),
 ) -> None:
     """Build every section: the ones outside ``plan`` first, in table order, at their own
-    budgets; then ``plan``'s steps in order. A step's cap is its base (its own budget, or
-    what it used when it was built before: its unused part is already in the pool) plus,
-    when it borrows and lending is on, the whole pool; the pool then keeps what it left.
-    Absent sections are present but empty. Events land in table order."""
+    budgets; then ``plan``'s steps in order. With lending, a borrowing step's cap is what
+    the section already holds (its own budget before its first build, its tokens after)
+    plus the pool: the total budget less what every other section holds. Absent sections
+    are present but empty. Events land in table order."""
     lend = inp.config.lend_unused_budget
     planned = {name for name, _ in plan}
     built: dict[str, SectionResult] = {}
-    pool = 0
 
     def run(name: str, cap: int) -> Section:
         if name in builders:
@@ -63,19 +62,19 @@ def build_sections(
             built[name] = (Section(name, cap, 0, ""), [], [])
         return built[name][0]
 
+    def held(name: str) -> int:
+        return built[name][0].tokens if name in built else inp.config.budget(name)
+
     for name in order:
         if name not in planned:
-            section = run(name, inp.config.budget(name))
-            pool += max(section.budget - section.tokens, 0)
+            run(name, inp.config.budget(name))
     for name, borrows in plan:
         own = inp.config.budget(name)
-        base = built[name][0].tokens if name in built else own
-        loan = pool if borrows and lend else 0
+        pool = inp.config.total_budget - sum(held(other) for other in order)
+        loan = max(pool, 0) if borrows and lend else 0
         if name in built and loan == 0:
             continue  # a second build with no more room would change nothing
-        section = run(name, base + loan)
-        pool += base - section.tokens
-        pool = max(pool, 0)
+        section = run(name, held(name) + loan)
         borrowed = max(section.budget - own, 0)
         built[name] = (replace(section, borrowed=borrowed), *built[name][1:])
     for name in order:

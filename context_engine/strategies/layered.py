@@ -28,6 +28,7 @@ from context_engine.trimming import Line, assemble, entry_line, fixed_line, prot
 from context_engine.types import SECTION_NAMES, PackInput, PackItem, TrimEvent, TurnView
 
 RECENT_HEADER = "## Recent events"
+SHIFT_DIVISOR = 4  # of what Strain III frees in the window, the digest may take this share
 
 
 def recent_need(window: list[Entry], anchors: list[Entry]) -> int:
@@ -257,9 +258,10 @@ def build(inp: PackInput, view: View) -> Draft:
             + sum(e.cost for e in window[-strain.STRAIN3_MIN_WINDOW :])
             + sum(e.cost for e in window if e.ref in protected)
         )
-        budgets_shift = max(
-            min(digest_tokens - config.budget("digest"), config.budget("recent") - floor), 0
-        )
+        # What the shrunken window frees is shared: a quarter may go to the digest, the rest
+        # stays in the pool that ranked retrieval borrows from.
+        freed = config.budget("recent") - floor
+        budgets_shift = max(min(digest_tokens - config.budget("digest"), freed // SHIFT_DIVISOR), 0)
         if budgets_shift:
             draft.events.append(
                 TrimEvent(
