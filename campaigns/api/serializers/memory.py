@@ -44,7 +44,10 @@ class SummarySerializer(serializers.ModelSerializer):
 
 class ContextSectionSerializer(serializers.Serializer):
     name = serializers.CharField()
-    budget = serializers.IntegerField()
+    budget = serializers.IntegerField(help_text="Its own share plus what it borrowed.")
+    borrowed = serializers.IntegerField(
+        help_text="Tokens other sections left unused and lent to this one (SPEC §5)."
+    )
     tokens = serializers.IntegerField()
     text = serializers.CharField(allow_blank=True)
     trimmed = serializers.BooleanField()

@@ -67,10 +67,13 @@ def test_the_context_is_the_pack_shape(api, campaign, owner):
     assert pack["role"] == "Thorin"
     assert pack["strategy"] == "layered"
     assert isinstance(pack["budget"], int)
-    assert pack["budget"] == sum(section["budget"] for section in pack["sections"])
+    # Each section's budget is its own share plus what others lent it (SPEC §5).
+    shares = sum(section["budget"] - section["borrowed"] for section in pack["sections"])
+    assert pack["budget"] == shares
+    assert pack["total_tokens"] <= pack["budget"]
     names = [section["name"] for section in pack["sections"]]
     assert names[:3] == ["identity", "rules", "frozen"]
-    assert set(pack["sections"][0]) == {"name", "budget", "tokens", "text", "trimmed"}
+    assert set(pack["sections"][0]) == {"name", "budget", "borrowed", "tokens", "text", "trimmed"}
     assert "I open the door." in pack["messages"][-1]["content"]
     assert any("The tide recedes" in m["content"] for m in pack["messages"])
 
