@@ -41,7 +41,7 @@ CONFIG_DEFAULTS: dict[str, object] = {
     "hinge_ttl_rounds": 10,
     "retrieval_preset": "standard",
     "memory_interval": 4,
-    "lend_unused_budget": False,
+    "lend_unused_budget": True,  # shares, not walls (SPEC §5)
     "show_whisper_existence": False,
     "window_turns": 12,
     "tier_budgets": {},

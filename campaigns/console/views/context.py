@@ -53,12 +53,18 @@ class ItemRow:
 @dataclass(frozen=True)
 class SectionRow:
     name: str
-    budget: int
+    budget: int  # its own share plus what it borrowed
+    borrowed: int
+    lent_why: str  # the trim log's reason for the loan, "" when nothing was lent
     tokens: int
     trimmed: bool
     colour: str
     share: float  # % of the total budget this section's tokens take
     items: tuple[ItemRow, ...]
+
+    @property
+    def own(self) -> int:
+        return self.budget - self.borrowed
 
     def count(self, state: str) -> int:
         return sum(1 for item in self.items if item.state == state)
@@ -155,6 +161,15 @@ def inspect(
             SectionRow(
                 name=section.name,
                 budget=section.budget,
+                borrowed=section.borrowed,
+                lent_why=next(
+                    (
+                        e.reason
+                        for e in pack.trim_log
+                        if e.section == section.name and e.action == "borrowed"
+                    ),
+                    "",
+                ),
                 tokens=section.tokens,
                 trimmed=section.trimmed,
                 colour=SECTION_COLOURS.get(section.name, "#adb5bd"),

@@ -40,6 +40,24 @@ def test_the_inspector_shows_sections_items_strain_and_both_message_formats(as_u
     assert FORBIDDEN["gm_note"] not in body
 
 
+def test_the_inspector_shows_each_sections_own_share_what_it_borrowed_and_why(
+    as_user, owner, exp
+):
+    from campaigns.services.context import pack_for_role
+    from tests.factories import make_turn
+
+    for i in range(120):  # more than the recent window's own share holds
+        make_turn(exp, content=f"Step {i}: the long stair winds past carved saints and lamps.")
+    pack = pack_for_role(experiment=exp, role="Thorin", input_text="")
+    lender = next(s for s in pack.sections if s.borrowed)
+    body = as_user(owner).get(url(exp, "Thorin")).content.decode()
+    assert "Own share" in body and "Borrowed" in body
+    assert f"<td class=\"num\">{lender.budget - lender.borrowed}</td>" in body
+    assert f"+{lender.borrowed}" in body
+    assert f"{lender.name} borrowed {lender.borrowed}: " in body
+    assert "tokens other sections left unused" in body
+
+
 def test_compare_two_roles_lists_what_only_one_holds(as_user, owner, exp):
     body = as_user(owner).get(url(exp, "DM") + "?compare=Thorin", **HX).content.decode()
     assert "DM vs Thorin" in body
