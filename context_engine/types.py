@@ -255,7 +255,7 @@ class Section:
     text: str
     items: tuple[PackItem, ...] = ()
     trimmed: bool = False
-    borrowed: int = 0  # of ``budget``, tokens lent by sections that left theirs unused
+    borrowed: int = 0  # tokens used beyond its own share (``budget``), lent by others
 
 
 @dataclass(frozen=True)

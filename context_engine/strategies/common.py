@@ -49,11 +49,13 @@ def build_sections(
     """Build every section: the ones outside ``plan`` first, in table order, at their own
     budgets; then ``plan``'s steps in order. With lending, a borrowing step's cap is what
     the section already holds (its own budget before its first build, its tokens after)
-    plus the pool: the total budget less what every other section holds. Absent sections
-    are present but empty. Events land in table order."""
+    plus the pool: the total budget less what every other section holds. A section's
+    ``budget`` stays its own share; what it used beyond it is ``borrowed``. Absent
+    sections are present but empty. Events land in table order."""
     lend = inp.config.lend_unused_budget
     planned = {name for name, _ in plan}
     built: dict[str, SectionResult] = {}
+    offers: dict[str, int] = {}
 
     def run(name: str, cap: int) -> Section:
         if name in builders:
@@ -75,8 +77,10 @@ def build_sections(
         if name in built and loan == 0:
             continue  # a second build with no more room would change nothing
         section = run(name, held(name) + loan)
-        borrowed = max(section.budget - own, 0)
-        built[name] = (replace(section, borrowed=borrowed), *built[name][1:])
+        borrowed = max(section.tokens - own, 0)
+        offered = section.budget - own
+        built[name] = (replace(section, budget=own, borrowed=borrowed), *built[name][1:])
+        offers[name] = max(offered, 0)
     for name in order:
         section, events, warnings = built[name]
         if section.borrowed:
@@ -85,8 +89,9 @@ def build_sections(
                     name,
                     f"budget:{name}",
                     "borrowed",
-                    f"{section.borrowed} tokens other sections left unused, lent in the "
-                    f"fixed order {' → '.join(n for n, b in plan if b)}",
+                    f"used {section.borrowed} tokens beyond its own share of "
+                    f"{section.budget}, of {offers[name]} that other sections left unused "
+                    f"(lent in the fixed order {' → '.join(n for n, b in plan if b)})",
                     section.borrowed,
                     cause="lending",
                 ),

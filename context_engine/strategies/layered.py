@@ -25,7 +25,7 @@ from context_engine.strategies.common import (
     window_text_lower,
 )
 from context_engine.trimming import Line, assemble, entry_line, fixed_line, protected_refs
-from context_engine.types import SECTION_NAMES, PackInput, PackItem, TrimEvent, TurnView
+from context_engine.types import SECTION_NAMES, PackInput, PackItem, TrimEvent
 
 RECENT_HEADER = "## Recent events"
 SHIFT_DIVISOR = 4  # of what Strain III frees in the window, the digest may take this share
@@ -175,18 +175,21 @@ def recent_builder(
     return build
 
 
-def extension_entries(view: View, older: list[TurnView], tier: str) -> list[Entry]:
-    """Older loaded turns the recent window may reach back to with lent room: none that
-    /clear dropped (what it cut stays cut; a /checkpoint's digest only summarises them),
-    no monologues or hinge anchors, and only below Strain II (a strained window stays
-    short)."""
+def extension_entries(view: View, in_window: set[str], tier: str) -> list[Entry]:
+    """Loaded turns outside the window that the recent window may reach back to with lent
+    room: never what a /checkpoint or /clear cut (what they cut stays out of the window;
+    ranked retrieval still finds it), no monologues or hinge anchors, and only below
+    Strain II (a strained window stays short)."""
     if tier not in ("normal", "strain_1"):
         return []
-    cleared = view.cut.seq if view.cut is not None and view.cut.command == "clear" else None
+    cut = view.cut.seq if view.cut is not None else None
     return [
         turn_entry(t)
-        for t in older
-        if t.kind != "monologue" and not t.hinge and (cleared is None or t.seq > cleared)
+        for t in view.turns
+        if f"turn:{t.id}" not in in_window
+        and t.kind != "monologue"
+        and not t.hinge
+        and (cut is None or t.seq > cut)
     ]
 
 
@@ -279,7 +282,7 @@ def build(inp: PackInput, view: View) -> Draft:
     in_recent: set[str] = set()
     retrieved: set[str] = set()
     after_retrieval = [False]  # the recent window's second build comes after retrieval
-    extension = extension_entries(view, older, tier)
+    extension = extension_entries(view, {e.ref for e in window}, tier)
 
     def frozen(budget: int):
         section, events, warnings, ids = secs.frozen_section(view, inp.hook, budget, lore, named)

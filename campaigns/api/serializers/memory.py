@@ -44,9 +44,9 @@ class SummarySerializer(serializers.ModelSerializer):
 
 class ContextSectionSerializer(serializers.Serializer):
     name = serializers.CharField()
-    budget = serializers.IntegerField(help_text="Its own share plus what it borrowed.")
+    budget = serializers.IntegerField(help_text="Its own share of the total budget.")
     borrowed = serializers.IntegerField(
-        help_text="Tokens other sections left unused and lent to this one (SPEC §5)."
+        help_text="Tokens used beyond its share, lent by sections that left theirs unused."
     )
     tokens = serializers.IntegerField()
     text = serializers.CharField(allow_blank=True)

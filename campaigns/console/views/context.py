@@ -53,7 +53,7 @@ class ItemRow:
 @dataclass(frozen=True)
 class SectionRow:
     name: str
-    budget: int  # its own share plus what it borrowed
+    budget: int  # its own share
     borrowed: int
     lent_why: str  # the trim log's reason for the loan, "" when nothing was lent
     tokens: int
@@ -61,10 +61,6 @@ class SectionRow:
     colour: str
     share: float  # % of the total budget this section's tokens take
     items: tuple[ItemRow, ...]
-
-    @property
-    def own(self) -> int:
-        return self.budget - self.borrowed
 
     def count(self, state: str) -> int:
         return sum(1 for item in self.items if item.state == state)

@@ -67,9 +67,8 @@ def test_the_context_is_the_pack_shape(api, campaign, owner):
     assert pack["role"] == "Thorin"
     assert pack["strategy"] == "layered"
     assert isinstance(pack["budget"], int)
-    # Each section's budget is its own share plus what others lent it (SPEC §5).
-    shares = sum(section["budget"] - section["borrowed"] for section in pack["sections"])
-    assert pack["budget"] == shares
+    # Each section's budget is its own share; what others lent it is "borrowed" (SPEC §5).
+    assert pack["budget"] == sum(section["budget"] for section in pack["sections"])
     assert pack["total_tokens"] <= pack["budget"]
     names = [section["name"] for section in pack["sections"]]
     assert names[:3] == ["identity", "rules", "frozen"]
