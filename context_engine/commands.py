@@ -84,6 +84,13 @@ def history_needs(
     )
 
 
+def lending_turns(config: PackConfig) -> int:
+    """How far back (in transcript turns) ``layered``'s window may reach with lent room."""
+    if not config.lend_unused_budget:
+        return 0
+    return min(config.total_budget // LENDING_TOKENS_PER_TURN, LENDING_TURNS_MAX)
+
+
 def _needs(config: PackConfig, current_round: int) -> HistoryNeeds:
     cut_seq = None
     window_from = current_round - config.hot_window_rounds + 1
@@ -113,15 +120,10 @@ def _needs(config: PackConfig, current_round: int) -> HistoryNeeds:
         )
     if strategy == "layered":
         hinge_from = current_round - config.hinge_ttl_rounds if config.hinge_quota > 0 else None
-        lending = (
-            min(config.total_budget // LENDING_TOKENS_PER_TURN, LENDING_TURNS_MAX)
-            if config.lend_unused_budget
-            else 0
-        )
         return HistoryNeeds(
             from_round=window_from,
             hinge_from_round=hinge_from,
-            last_turns=lending,
+            last_turns=lending_turns(config),
             monologue_count=2,
             retrieval_candidates=hits.hits,
             retrieval_neighbours=hits.neighbours,

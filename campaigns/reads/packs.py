@@ -480,8 +480,8 @@ def hit_query(*, experiment_id: int, viewer: Viewer, hit_ids: list[int], neighbo
         visible = selectors.turns_visible_to(
             experiment=slots.int("experiment"), viewer=_slot_viewer(slots, viewer)
         ).order_by()
-        if not viewer.omniscient:
-            visible = visible.exclude(MONOLOGUE_KIND)
+        if not viewer.omniscient:  # by field: MONOLOGUE_KIND's raw SQL names the outer table
+            visible = visible.exclude(kind=Turn.Kind.MONOLOGUE)
         around = {}
         for k in range(neighbours):
             earlier = visible.filter(seq__lt=OuterRef("seq")).order_by("-seq")

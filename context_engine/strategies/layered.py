@@ -10,6 +10,7 @@ from __future__ import annotations
 from context_engine import retrieval, strain, textops, tokens
 from context_engine import sections as secs
 from context_engine.candidates import View
+from context_engine.commands import lending_turns
 from context_engine.lines import Entry, turn_entry
 from context_engine.strategies.common import (
     Draft,
@@ -175,17 +176,19 @@ def recent_builder(
     return build
 
 
-def extension_entries(view: View, in_window: set[str], tier: str) -> list[Entry]:
-    """Loaded turns outside the window that the recent window may reach back to with lent
-    room: never what a /checkpoint or /clear cut (what they cut stays out of the window;
-    ranked retrieval still finds it), no monologues or hinge anchors, and only below
-    Strain II (a strained window stays short)."""
-    if tier not in ("normal", "strain_1"):
+def extension_entries(view: View, in_window: set[str], tier: str, reach: int) -> list[Entry]:
+    """Turns outside the window that the recent window may reach back to with lent room:
+    among the last ``reach`` transcript turns (`commands.lending_turns`, what the loader
+    reads), never what a /checkpoint or /clear cut (what they cut stays out of the
+    window; ranked retrieval still finds it), no monologues or hinge anchors, and only
+    below Strain II (a strained window stays short)."""
+    if tier not in ("normal", "strain_1") or reach <= 0:
         return []
     cut = view.cut.seq if view.cut is not None else None
+    transcript = [t for t in view.turns if view.omniscient or t.kind != "monologue"]
     return [
         turn_entry(t)
-        for t in view.turns
+        for t in transcript[-reach:]
         if f"turn:{t.id}" not in in_window
         and t.kind != "monologue"
         and not t.hinge
@@ -282,7 +285,7 @@ def build(inp: PackInput, view: View) -> Draft:
     in_recent: set[str] = set()
     retrieved: set[str] = set()
     after_retrieval = [False]  # the recent window's second build comes after retrieval
-    extension = extension_entries(view, {e.ref for e in window}, tier)
+    extension = extension_entries(view, {e.ref for e in window}, tier, lending_turns(config))
 
     def frozen(budget: int):
         section, events, warnings, ids = secs.frozen_section(view, inp.hook, budget, lore, named)

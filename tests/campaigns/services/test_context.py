@@ -35,7 +35,7 @@ def test_the_query_count_does_not_depend_on_the_strategy_window_rules():
         small = bench.create_campaign(100, seed=3)
         large = bench.create_campaign(3000, seed=3)
         Experiment.objects.filter(pk__in=[small.pk, large.pk]).update(config={"strategy": strategy})
-        assert _queries(small, "Thorin") == _queries(large, "Thorin") <= 10, strategy
+        assert _queries(small, "Thorin") == _queries(large, "Thorin") <= 12, strategy
 
 
 @pytest.fixture
