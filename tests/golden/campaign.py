@@ -18,6 +18,7 @@ from context_engine.types import (
     TurnView,
     WorldStateView,
 )
+from tests.context_engine.helpers import with_retrieval
 
 PARTICIPANTS = (
     ParticipantView(
@@ -300,7 +301,8 @@ def pack_input(role: str, strategy: str = "layered", **overrides) -> PackInput:
         events=(),
     )
     base.update(overrides)
-    return PackInput(**base)
+    # The ranked hits and neighbours the loader would read for this input (SPEC §5.8).
+    return with_retrieval(PackInput(**base))
 
 
 CHECKPOINT = (ContextEventView("checkpoint", round=9, seq=29),)

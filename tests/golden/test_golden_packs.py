@@ -46,15 +46,16 @@ CASES = {
     "layered-Thorin-clear": lambda: pack_input(
         "Thorin", events=(replace(CHECKPOINT[0], command="clear", cleared_without_checkpoint=True),)
     ),
-    "layered-Thorin-strain_1": lambda: with_config(pack_input("Thorin"), budgets=scaled(1150)),
-    "layered-Thorin-strain_2": lambda: with_config(pack_input("Thorin"), budgets=scaled(950)),
-    "layered-Thorin-strain_3": lambda: with_config(pack_input("Thorin"), budgets=scaled(860)),
+    "layered-Thorin-strain_1": lambda: with_config(pack_input("Thorin"), budgets=scaled(1000)),
+    "layered-Thorin-strain_2": lambda: with_config(pack_input("Thorin"), budgets=scaled(880)),
+    "layered-Thorin-strain_3": lambda: with_config(pack_input("Thorin"), budgets=scaled(780)),
     "layered-Thorin-tight-frozen": lambda: with_config(
         pack_input("Thorin"), budgets=tuple({**DEFAULT_BUDGETS, "frozen": 150}.items())
     ),
     "full_history-Thorin-hard-cut": lambda: with_config(
         pack_input("Thorin", "full_history"),
         budgets=tuple({**DEFAULT_BUDGETS, "recent": 250}.items()),
+        lend_unused_budget=False,  # with lending the whole history fits the total
     ),
     "tiered-Thorin-small-tiers": lambda: with_config(
         pack_input("Thorin", "tiered"), tier_budgets=(("hot", 700), ("warm", 120), ("cold", 250))
