@@ -65,11 +65,6 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text)
 
 
-def keywords(text: str, min_len: int = 4) -> set[str]:
-    """Lower-cased content words of ``text``: no stopwords, at least ``min_len`` long."""
-    return {w.lower() for w in words(text) if len(w) >= min_len and w.lower() not in STOPWORDS}
-
-
 _NAME = re.compile(r"(?<![.!?:\n]\s)(?<!^)(?<![\w'-])([A-Z][A-Za-z'\-]*[A-Za-z])")
 
 
@@ -80,18 +75,6 @@ def proper_nouns(text: str) -> set[str]:
     only ever open a sentence are missed, which costs recall, never determinism.
     """
     return {w.lower() for w in _NAME.findall(text) if len(w) >= 3 and w.lower() not in STOPWORDS}
-
-
-@lru_cache(maxsize=8192)
-def names_of(text: str) -> frozenset[str]:
-    """`proper_nouns`, cached per text (a turn's content recurs across packs)."""
-    return frozenset(proper_nouns(text))
-
-
-@lru_cache(maxsize=8192)
-def terms_of(text: str) -> frozenset[str]:
-    """Keywords and names of ``text`` (cached: turn contents recur across packs)."""
-    return frozenset(keywords(text) | proper_nouns(text))
 
 
 @lru_cache(maxsize=4096)

@@ -323,7 +323,7 @@ def search_turn_query(
     scan_limit: int,
     columns: tuple[str, ...] = TURN_COLUMNS,
 ) -> Query | None:
-    """Readable turns matching any of ``words`` (already safe, see `search_words`),
+    """Readable turns matching any of ``words`` (already safe: `ranking.surface_words`),
     newest first, at most ``limit``. ``columns`` must start with ``id, seq``."""
     if not words or limit < 1:
         return None

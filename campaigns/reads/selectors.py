@@ -7,13 +7,11 @@ judges: the raw log) or a role, filtered by `visibility__readable_by` in SQL.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from django.db.models import Q, QuerySet
 
 from campaigns.models import Experiment, Fact, LoreEntry, Participant, Question, Summary, Turn
-from context_engine.memory.vocabulary import zipf
 
 
 @dataclass(frozen=True)
@@ -190,24 +188,4 @@ def turns_as_role(*, queryset: QuerySet[Turn], role: str) -> QuerySet[Turn]:
     return queryset.filter(condition)
 
 
-_SEARCH_WORD = re.compile(r"[a-z0-9]{3,}")
-MAX_SEARCH_WORDS = 12
-COMMON_WORD_ZIPF = 5.5
-RARE_WORD_ZIPF = 4.5
 SEARCH_SCAN_LIMIT = 500  # PostgreSQL: look at the newest 500 matches of the experiment
-
-
-def search_words(text: str) -> list[str]:
-    """Lower-case words worth searching for, in first-seen order (safe to embed in FTS).
-
-    Rare words (names, coined terms: below RARE_WORD_ZIPF in wordfreq's English list) are
-    what dormant facts are found by, and they keep the match set small; only when the
-    text has none do moderately common words count. Very common words ("where", "the")
-    never do.
-    """
-    words: list[str] = []
-    for word in _SEARCH_WORD.findall(text.lower()):
-        if word not in words and zipf(word) < COMMON_WORD_ZIPF:
-            words.append(word)
-    rare = [word for word in words if zipf(word) < RARE_WORD_ZIPF]
-    return (rare or words)[:MAX_SEARCH_WORDS]

@@ -4,6 +4,7 @@ import pytest
 
 from campaigns.models import Turn
 from campaigns.reads import packs, selectors
+from context_engine.ranking import make_query
 from tests.factories import make_experiment, make_turn
 
 pytestmark = pytest.mark.django_db
@@ -83,7 +84,7 @@ def _newest(experiment, role, text, *, before_round, limit):
     rows = packs.search_turn_rows(
         experiment_id=experiment.pk,
         viewer=viewer,
-        words=selectors.search_words(text),
+        words=make_query(text).words,
         before_round=before_round,
         limit=limit,
         scan_limit=selectors.SEARCH_SCAN_LIMIT,
