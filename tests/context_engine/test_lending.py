@@ -56,7 +56,11 @@ def test_what_other_sections_leave_unused_goes_to_retrieval_then_to_the_recent_w
 
 
 def test_a_pack_spends_most_of_its_budget_when_there_is_history_to_spend_it_on():
-    pack = build_pack(inp(rounds=300))  # about 20,000 tokens of history
+    log = Log()
+    for r in range(1, 121):  # about 25,000 tokens, in turns of a usual length
+        for speaker in ("DM", "Thorin", "Cassia"):
+            log.add(r, speaker, "action", f"{speaker} in round {r}: " + "the dunes roll on. " * 12)
+    pack = build_pack(with_retrieval(pack_input("Thorin", log, input_text="Where now?")))
     assert pack.total_tokens >= 0.8 * pack.budget
 
 

@@ -45,7 +45,7 @@ def test_the_inspector_shows_each_sections_own_share_what_it_borrowed_and_why(as
     from tests.factories import make_turn
 
     for i in range(120):  # more than the recent window's own share holds
-        make_turn(exp, content=f"Step {i}: the long stair winds past carved saints and lamps.")
+        make_turn(exp, content=f"Step {i}: the long stair winds past carved saints. " * 4)
     pack = pack_for_role(experiment=exp, role="Thorin", input_text="")
     lender = next(s for s in pack.sections if s.borrowed)
     body = as_user(owner).get(url(exp, "Thorin")).content.decode()
