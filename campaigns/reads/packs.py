@@ -493,10 +493,21 @@ def hit_query(*, experiment_id: int, viewer: Viewer, hit_ids: list[int], neighbo
             around[f"before{k}"] = Subquery(earlier.values("id")[k : k + 1])
             around[f"after{k}"] = Subquery(later.values("id")[k : k + 1])
         # The round's first readable turn: when it states a date, it dates the hit.
-        opening = visible.filter(round=OuterRef("round")).order_by("seq")
+        # Ordered as the (experiment, round, seq) index: by seq alone, SQLite walked the
+        # experiment's turns from the first until the round matched.
+        opening = visible.filter(round=OuterRef("round")).order_by("round", "seq")
         around["opening"] = Subquery(opening.values("id")[:1])
         ids = [slots.int(f"hit{i}") for i in range(slots_count)]
-        return visible.filter(id__in=ids).annotate(**around).values_list(*TURN_COLUMNS, *around)
+        # The hits by primary key with the selector's turn rule: they come from this
+        # experiment's postings, and with the experiment's own filter SQLite walked the
+        # experiment's index instead of looking the ids up.
+        rule = selectors._turn_rule(_slot_viewer(slots, viewer))
+        return (
+            Turn.objects.filter(id__in=ids)
+            .filter(rule)
+            .annotate(**around)
+            .values_list(*TURN_COLUMNS, *around)
+        )
 
     compiled = compile_once(("hits", _shape(viewer), slots_count, neighbours), build)
     padded = [*hit_ids, *([0] * (slots_count - len(hit_ids)))]
@@ -504,22 +515,21 @@ def hit_query(*, experiment_id: int, viewer: Viewer, hit_ids: list[int], neighbo
     return Query(compiled, _values(viewer, experiment=experiment_id, **values))
 
 
-def turns_by_id_query(*, experiment_id: int, viewer: Viewer, ids: list[int]) -> Query:
+def turns_by_id_query(*, viewer: Viewer, ids: list[int]) -> Query:
     """Readable turns with these ids (the hits' neighbours), ``TURN_COLUMNS``."""
     size = _padded_size(len(ids))
 
     def build(slots):
-        visible = selectors.turns_visible_to(
-            experiment=slots.int("experiment"), viewer=_slot_viewer(slots, viewer)
-        ).order_by()
-        return visible.filter(id__in=[slots.int(f"id{i}") for i in range(size)]).values_list(
-            *TURN_COLUMNS
-        )
+        # By primary key with the selector's turn rule (see `hit_query`): the ids are
+        # neighbours the hit query read in this experiment.
+        rule = selectors._turn_rule(_slot_viewer(slots, viewer))
+        ids = [slots.int(f"id{i}") for i in range(size)]
+        return Turn.objects.filter(id__in=ids).filter(rule).values_list(*TURN_COLUMNS)
 
     compiled = compile_once(("by-id", _shape(viewer), size), build)
     padded = [*ids, *([0] * (size - len(ids)))]
     values = {f"id{i}": turn_id for i, turn_id in enumerate(padded)}
-    return Query(compiled, _values(viewer, experiment=experiment_id, **values))
+    return Query(compiled, _values(viewer, **values))
 
 
 def _padded_size(count: int) -> int:

@@ -255,7 +255,7 @@ def _ranked_retrieval(experiment_id: int, viewer: Viewer, needs, query, dm_roles
     near = sorted({n for row in rows for n in row[width:] if n is not None} - set(by_id))
     if not near:
         return hits, ()
-    found = packs.turns_by_id_query(experiment_id=experiment_id, viewer=viewer, ids=near).rows()
+    found = packs.turns_by_id_query(viewer=viewer, ids=near).rows()
     around = tuple(
         adapters.turn_view_row(row, dm_roles) for row in sorted(found, key=lambda r: r[1])
     )
