@@ -1,7 +1,7 @@
 """Full-text search over turn content, in each database's own engine (SPEC §5.8).
 
 PostgreSQL: a GIN index on to_tsvector('english', content), matched by
-`campaigns.reads.packs.search_turns`. SQLite: an external-content FTS5 table kept in sync
+`campaigns.reads.search.search_turns`. SQLite: an external-content FTS5 table kept in sync
 by triggers. Other vendors: nothing (search falls back to no candidates).
 """
 

@@ -3,7 +3,7 @@
 FTS5 reads a doclist lazily only in ascending rowid order; a descending walk loads every
 match of the experiment's token first (the experiment's whole history, 1.3 ms at 50,000
 turns). With rowid = -id, ascending is newest first and a search with a LIMIT stops at
-its Nth hit (`campaigns.reads.packs.search_turn_rows`). PostgreSQL: nothing changes.
+its Nth hit (`campaigns.reads.search.search_turn_rows`). PostgreSQL: nothing changes.
 """
 
 from django.db import migrations

@@ -24,7 +24,7 @@ has changed since the same pack was built.
 from __future__ import annotations
 
 from campaigns.models import ContextEvent, Experiment, Participant
-from campaigns.reads import adapters, packs, selectors
+from campaigns.reads import adapters, packs, search, selectors
 from campaigns.reads.precompiled import Query, compile_once, json_value, run_all
 from campaigns.reads.selectors import Viewer
 from campaigns.services.memory.retrieval import PINS_READ, pinned_from_rows
@@ -236,14 +236,14 @@ def _ranked_retrieval(experiment_id: int, viewer: Viewer, needs, query, dm_roles
         return (), ()
     words = query.words
     postings: dict[str, list[Posting]] = {word: [] for word in words}
-    query_rows = packs.postings_query(experiment_id=experiment_id, viewer=viewer, words=words)
+    query_rows = search.postings_query(experiment_id=experiment_id, viewer=viewer, words=words)
     for index, turn_id, seq, _round, tokens, kind in query_rows.rows() if query_rows else ():
         if viewer.omniscient or kind != "monologue":
             postings[words[index]].append(Posting(turn_id, seq, tokens))
     ids = ranked_hits(query, postings, needs.retrieval_candidates)
     if not ids:
         return (), ()
-    rows = packs.hit_query(
+    rows = search.hit_query(
         experiment_id=experiment_id,
         viewer=viewer,
         hit_ids=ids,
@@ -255,7 +255,7 @@ def _ranked_retrieval(experiment_id: int, viewer: Viewer, needs, query, dm_roles
     near = sorted({n for row in rows for n in row[width:] if n is not None} - set(by_id))
     if not near:
         return hits, ()
-    found = packs.turns_by_id_query(viewer=viewer, ids=near).rows()
+    found = search.turns_by_id_query(viewer=viewer, ids=near).rows()
     around = tuple(
         adapters.turn_view_row(row, dm_roles) for row in sorted(found, key=lambda r: r[1])
     )

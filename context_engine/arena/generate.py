@@ -41,6 +41,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from context_engine.arena.elements import lore_entry, participant, turn_item
+
 FORMAT = "babel-transcript/1"
 PLAYER_NAMES = ("Thorin", "Cassia", "Wren", "Ossian", "Brannoc", "Ilse", "Garrick", "Mireth")
 # fmt: off
@@ -173,7 +175,7 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
         definition = f"The {term} is a relic of the {trait} folk, kept by the river wardens."
         intro = plant(
             start,
-            _turn(
+            turn_item(
                 start,
                 "DM",
                 "narrative",
@@ -183,7 +185,7 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
         )
         plant(
             late,
-            _turn(
+            turn_item(
                 late,
                 "DM",
                 "narrative",
@@ -198,7 +200,7 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
             "single",
             late,
         )
-        lore.append(_lore(term, "artifact", definition, None, start, late))
+        lore.append(lore_entry(term, "artifact", definition, None, start, late))
         sources.append((lore[-1], intro))
         fact(f"term-{term}", start, None, [term, trait], f"What is the {term}, and whose is it?")
 
@@ -208,7 +210,7 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
     ford = _cap(words.new()) + " Ford"
     vane_turn = plant(
         vane_intro,
-        _turn(
+        turn_item(
             vane_intro,
             "DM",
             "narrative",
@@ -218,7 +220,7 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
         ),
     )
     lore.append(
-        _lore(
+        lore_entry(
             "Lord Vane",
             "npc",
             "Lord Vane rules Highmoor and promised the party safe passage.",
@@ -231,7 +233,7 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
     sources.append((lore[-1], vane_turn))
     death_turn = plant(
         death,
-        _turn(
+        turn_item(
             death,
             "DM",
             "narrative",
@@ -242,7 +244,7 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
         ),
     )
     lore.append(
-        _lore(
+        lore_entry(
             ford,
             "location",
             f"{ford} is the river crossing where Lord Vane was killed.",
@@ -273,7 +275,7 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
         subject = "The party" if who == "DM" else who
         sworn = plant(
             r,
-            _turn(
+            turn_item(
                 r,
                 who,
                 kind,
@@ -296,14 +298,14 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
         )
 
     # Secrets, whispers, GM notes, monologues.
-    participants = [_participant("DM", "dm", "The game master.", "", None, 0)]
+    participants = [participant("DM", "dm", "The game master.", "", None, 0)]
     reveal_at = rounds * 3 // 5
     for index, name in enumerate(cast):
         goal = words.new()
         reveal = reveal_at if index == 0 else None
         secret = f"Recover the {goal} codex before anyone else does."
         participants.append(
-            _participant(
+            participant(
                 name, "player", f"{name}, a traveller of the river road.", secret, reveal, index + 1
             )
         )
@@ -322,7 +324,7 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
             item = words.new()
             whispered = plant(
                 r,
-                _turn(
+                turn_item(
                     r,
                     name,
                     "whisper",
@@ -350,7 +352,7 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
         place = words.new()
         thought = plant(
             r,
-            _turn(
+            turn_item(
                 r,
                 name,
                 "monologue",
@@ -368,13 +370,13 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
             role=name,
         )
         for m in range(r + 25, rounds + 1, 25):
-            plant(m, _turn(m, name, "monologue", rng.choice(_THOUGHTS), visibility=[name]))
+            plant(m, turn_item(m, name, "monologue", rng.choice(_THOUGHTS), visibility=[name]))
     for k in range(4):
         r = rng.randint(5, rounds - 10)
         spy = words.new()
         note = plant(
             r,
-            _turn(
+            turn_item(
                 r,
                 "DM",
                 "gm_note",
@@ -391,7 +393,7 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
     # Assemble: per round the DM narrates, players act, then planted turns.
     for r in range(1, rounds + 1):
         scene = " ".join(rng.choice(_SCENES).format(place=rng.choice(_PLACES)) for _ in range(5))
-        turns.append(_turn(r, "DM", "narrative", scene))
+        turns.append(turn_item(r, "DM", "narrative", scene))
         for name in cast:
             action = " ".join(
                 rng.choice(_ACTIONS).format(
@@ -399,11 +401,11 @@ def generate_campaign(*, rounds: int = 200, players: int = 4, seed: int = 1) -> 
                 )
                 for _ in range(3)
             )
-            turns.append(_turn(r, name, "action", action))
+            turns.append(turn_item(r, name, "action", action))
         if rng.random() < 0.3:
             name = rng.choice(cast)
             text = rng.choice(_FILLER_WHISPERS).format(place=rng.choice(_PLACES))
-            turns.append(_turn(r, name, "whisper", text, visibility=sorted([name, "DM"])))
+            turns.append(turn_item(r, name, "whisper", text, visibility=sorted([name, "DM"])))
         turns.extend(by_round.get(r, []))
     index_of = {id(t): i for i, t in enumerate(turns)}
     for entry, turn in sources:
@@ -449,7 +451,7 @@ def _plant_dates(seed: int, rounds: int, words: _Words, plant) -> list[tuple[dic
         place = _cap(own.new())
         turn = plant(
             r,
-            _turn(r, "DM", "narrative", f"It is {date} when the party first reaches {place}."),
+            turn_item(r, "DM", "narrative", f"It is {date} when the party first reaches {place}."),
         )
         item = {
             "question": f"On what day did the party first reach {place}?",
@@ -460,48 +462,3 @@ def _plant_dates(seed: int, rounds: int, words: _Words, plant) -> list[tuple[dic
         }
         out.append((item, [turn]))
     return out
-
-
-def _turn(round_, speaker, kind, content, *, visibility=None, tags=None, hinge=False) -> dict:
-    return {
-        "round": round_,
-        "speaker": speaker,
-        "kind": kind,
-        "content": content,
-        "visibility": visibility,
-        "tags": list(tags or []),
-        "hinge": hinge,
-    }
-
-
-def _participant(role, kind, bio, secret, reveal_round, order) -> dict:
-    return {
-        "role": role,
-        "kind": kind,
-        "model": "human",
-        "bio": bio,
-        "identity": "",
-        "secret": secret,
-        "reveal_round": reveal_round,
-        "order": order,
-    }
-
-
-def _lore(
-    term, category, definition, audience, first, last, *, valid_from=None, invalid_from=None
-) -> dict:
-    return {
-        "term": term,
-        "category": category,
-        "definition": definition,
-        "audience": audience,
-        "status": "confirmed",
-        "origin": "dm",
-        "locked": False,
-        "first_seen_round": first,
-        "last_seen_round": last,
-        "mention_count": 2,
-        "valid_from_round": valid_from,
-        "invalid_from_round": invalid_from,
-        "source_turns": [],
-    }

@@ -3,7 +3,7 @@
 import pytest
 
 from campaigns.models import Turn
-from campaigns.reads import packs, selectors
+from campaigns.reads import search, selectors
 from context_engine.ranking import make_query
 from tests.factories import make_experiment, make_turn
 
@@ -14,7 +14,7 @@ def _search(experiment, role, text, **kwargs):
     viewer = selectors.viewer_for_role(experiment=experiment, role=role)
     return [
         t.content
-        for t in packs.search_turns(experiment=experiment, viewer=viewer, text=text, **kwargs)
+        for t in search.search_turns(experiment=experiment, viewer=viewer, text=text, **kwargs)
     ]
 
 
@@ -81,7 +81,7 @@ def _newest(experiment, role, text, *, before_round, limit):
     """The newest-first primitive under the ranking (`search_turn_rows`), whose PostgreSQL
     tiers these tests pin down."""
     viewer = selectors.viewer_for_role(experiment=experiment, role=role)
-    rows = packs.search_turn_rows(
+    rows = search.search_turn_rows(
         experiment_id=experiment.pk,
         viewer=viewer,
         words=make_query(text).words,
@@ -104,7 +104,7 @@ def _tiered_history(campaign, window):
 
 
 def test_search_reaches_past_the_recent_rounds_only_when_they_hold_too_few(campaign):
-    from campaigns.reads.packs import RECENT_SEARCH_ROUNDS
+    from campaigns.reads.search import RECENT_SEARCH_ROUNDS
 
     _tiered_history(campaign, RECENT_SEARCH_ROUNDS)
     # Thorin cannot read the whisper: one readable recent match, so the older rounds fill up.
@@ -126,7 +126,7 @@ def test_search_reaches_past_the_recent_rounds_only_when_they_hold_too_few(campa
 def test_older_rounds_are_searched_on_their_own_when_recent_matches_are_all_unreadable(campaign):
     """More unreadable matches in the recent rounds than a search looks at (PostgreSQL's
     scan limit) do not hide an older readable one: each tier looks at its own rounds."""
-    from campaigns.reads.packs import RECENT_SEARCH_ROUNDS
+    from campaigns.reads.search import RECENT_SEARCH_ROUNDS
     from campaigns.reads.selectors import SEARCH_SCAN_LIMIT
 
     make_turn(campaign, round=1, content="an old kestrel feather")

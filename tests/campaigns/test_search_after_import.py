@@ -13,7 +13,7 @@ from django.db import connection
 
 from campaigns import tasks
 from campaigns.models import SearchBacklog, Turn
-from campaigns.reads import packs, selectors
+from campaigns.reads import search, selectors
 from campaigns.services import transcripts
 from campaigns.services.transcripts import indexing
 from tests.factories import make_turn
@@ -72,7 +72,7 @@ def _searches(experiment, roles=ROLES, texts=SEARCHES) -> dict:
         for text in texts:
             for before_round in (None, 2, 300):  # both tiers: recent rounds, then older
                 for limit in (3, 25):
-                    found = packs.search_turns(
+                    found = search.search_turns(
                         experiment=experiment,
                         viewer=viewer,
                         text=text,
@@ -152,7 +152,7 @@ def test_turns_written_one_at_a_time_are_indexed_at_once(campaign):
     turn = make_turn(campaign, content="The brinewick oil is gone.")
     assert _pending(campaign) == 0
     viewer = selectors.viewer_for_role(experiment=campaign, role="Thorin")
-    found = packs.search_turns(experiment=campaign, viewer=viewer, text="brinewick")
+    found = search.search_turns(experiment=campaign, viewer=viewer, text="brinewick")
     assert [t.pk for t in found] == [turn.pk]
 
 
@@ -167,12 +167,12 @@ def test_an_import_after_deleted_turns_takes_fresh_ids_and_is_searchable(campaig
     assert min(ids) > max(t.pk for t in old)
     assert ids == sorted(ids)
     viewer = selectors.viewer_for_role(experiment=experiment, role="DM")
-    found = packs.search_turns(experiment=experiment, viewer=viewer, text="quillfire")
+    found = search.search_turns(experiment=experiment, viewer=viewer, text="quillfire")
     expected = [t["content"] for t in reversed(source["turns"]) if "quillfire" in t["content"]]
     assert len(expected) == 3
     assert [t.content for t in found] == expected
     later = make_turn(experiment, round=13, content="A fresh quillfire.")
-    found = packs.search_turns(experiment=experiment, viewer=viewer, text="quillfire")
+    found = search.search_turns(experiment=experiment, viewer=viewer, text="quillfire")
     assert found[0].pk == later.pk  # written one at a time: indexed by the trigger again
 
 
@@ -180,7 +180,7 @@ def _pending_scans(experiment, before_round) -> list[str]:
     """The plans, as run, of the statements that read not-yet-indexed rows in a DM search
     (inside `babel_turn_matches`, migration 0022)."""
     with pg_nested_plans() as plans:
-        packs.search_turns(
+        search.search_turns(
             experiment=experiment,
             viewer=selectors.viewer_for_role(experiment=experiment, role="DM"),
             text="ashfern",

@@ -17,8 +17,9 @@ from django.db import transaction
 from django.db.models import Max
 
 from campaigns.models import Experiment, LoreEntry, RetrievalPin, Turn
-from campaigns.reads.packs import pin_id_query, pin_id_rows, search_turns
+from campaigns.reads.packs import pin_id_query, pin_id_rows
 from campaigns.reads.precompiled import json_value
+from campaigns.reads.search import search_turns
 from campaigns.reads.selectors import (
     Viewer,
     lore_visible_to,

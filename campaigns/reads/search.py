@@ -1,0 +1,305 @@
+"""Full-text search and ranked retrieval (SPEC §5.8), as precompiled SQL.
+
+Beside the pack loader's other reads (`campaigns.reads.packs`) and built the same way,
+from the selectors' rules: the newest readable matches of words on each database's own
+engine (`search_turn_query`), a query's postings for the engine's BM25 ranking
+(`postings_query`), the hits with their neighbours (`hit_query`, `turns_by_id_query`),
+and `/search` itself (`search_turns`), which ranks like a pack's retrieval.
+"""
+
+from __future__ import annotations
+
+from django.db import connection
+from django.db.models import BooleanField, OuterRef, Subquery
+
+from campaigns.models import Experiment, Turn
+from campaigns.reads import selectors
+from campaigns.reads.packs import TURN_COLUMNS, slot_values, slot_viewer, statement_shape
+from campaigns.reads.precompiled import Precompiled, Query, compile_once
+from campaigns.reads.selectors import Viewer
+
+# --- full-text retrieval -----------------------------------------------------------------
+
+# PostgreSQL: the newest ``scan_limit`` matches of an experiment in a round range, from
+# `babel_turn_matches` (migration 0022). Which plan is best (the GIN index, or the
+# experiment's btree with the words checked row by row) depends on the values, so the
+# function plans its statement on every call with them: a generic plan, blind to them,
+# walked a small campaign's turns computing to_tsvector on each. Turns an import left
+# outside the GIN index are matched too, only while the experiment has a `SearchBacklog`
+# row. The caller's statement reads the turns of these ids by primary key (``= ANY`` of an
+# array: an IN subquery was planned, on a small table, as a join to a scan of every turn)
+# and applies visibility to them.
+_PG_MATCHES = (
+    '"campaigns_turn"."id" = ANY(ARRAY(SELECT id FROM babel_turn_matches(%s, %s, %s, %s, %s)))'
+)
+RECENT_SEARCH_ROUNDS = 250  # ~2,000 turns at 8 a round; more rounds only when too few hit
+# SQLite: FTS5 rows are keyed by the negated turn id (migration 0008), so ascending rowid
+# order is newest first and FTS5 walks its doclists lazily: with the join below and a
+# LIMIT, the walk stops at the Nth readable hit instead of reading every match of the
+# experiment. CROSS JOIN pins the join order (the FTS table drives).
+_SQLITE_FROM = ' FROM "campaigns_turn" WHERE '
+_SQLITE_JOIN = (
+    ' FROM "campaigns_turn_fts" CROSS JOIN "campaigns_turn"'
+    ' ON "campaigns_turn"."id" = -"campaigns_turn_fts"."rowid"'
+    ' WHERE "campaigns_turn_fts" MATCH %s AND '
+)
+
+
+def search_turn_rows(**kwargs) -> list[tuple]:
+    """See `search_turn_query`."""
+    query = search_turn_query(**kwargs)
+    return query.rows() if query is not None else []
+
+
+def search_turn_query(
+    *,
+    experiment_id: int,
+    viewer: Viewer,
+    words: list[str],
+    before_round: int | None,
+    limit: int,
+    scan_limit: int,
+    columns: tuple[str, ...] = TURN_COLUMNS,
+) -> Query | None:
+    """Readable turns matching any of ``words`` (already safe: `ranking.surface_words`),
+    newest first, at most ``limit``. ``columns`` must start with ``id, seq``."""
+    if not words or limit < 1:
+        return None
+    vendor = connection.vendor
+    key = ("search", vendor, statement_shape(viewer), before_round is not None, limit, columns)
+    if vendor == "postgresql":
+        compiled = _pg_search(key, viewer, before_round, limit, columns)
+        values = {"query": " | ".join(words), "scan_limit": scan_limit}
+        if before_round is not None:
+            values["recent_from"] = before_round - RECENT_SEARCH_ROUNDS
+    elif vendor == "sqlite":
+        compiled = _sqlite_search(key, viewer, before_round, limit, columns)
+        match = f"xexp{experiment_id} AND (" + " OR ".join(f'"{w}"' for w in words) + ")"
+        values = {"match": match}
+    else:  # pragma: no cover - only the two supported databases
+        return None
+
+    def newest(rows: list[tuple]) -> list[tuple]:
+        # SQLite walks by turn id; within an experiment seq grows with id, but say it
+        # exactly. (PostgreSQL's two tiers may together give more than ``limit``.)
+        return sorted(rows, key=lambda row: -row[1])[:limit]
+
+    values = slot_values(viewer, experiment=experiment_id, before_round=before_round, **values)
+    return Query(compiled, values, newest)
+
+
+def _pg_search(key, viewer, before_round, limit, columns) -> Precompiled:
+    """Newest readable matches, bounded on PostgreSQL (a GIN index cannot order by seq).
+
+    Without ``before_round``: the newest ``scan_limit`` matches (`_PG_MATCHES`), then the
+    visibility filter. With it, two tiers in one statement: the matches of the last
+    `RECENT_SEARCH_ROUNDS` rounds before ``before_round`` (with fresh statistics, a
+    BitmapAnd of the GIN index and the (experiment, round, seq) btree, so only those rows'
+    heap pages are read, whatever the history length), and — only when that gave fewer
+    than ``limit`` readable rows (a one-time filter: otherwise never executed) — the
+    older rounds. The caller takes the newest ``limit`` of the union: exactly the newest
+    ``limit`` readable matches the single query would give, visibility applied to both
+    tiers by the same selector-built SQL.
+    """
+    from django.db.models.expressions import RawSQL
+
+    def tier(slots, round_from, round_to):
+        matches = [slots.int("experiment"), slots.str("query"), round_from, round_to]
+        matching = selectors.turns_visible_to(
+            experiment=slots.int("experiment"), viewer=slot_viewer(slots, viewer)
+        ).filter(RawSQL(_PG_MATCHES, [*matches, slots.int("scan_limit")], BooleanField()))
+        return matching.order_by("-seq").values_list(*columns)[:limit]
+
+    def everything(slots):
+        if before_round is None:
+            return tier(slots, 0, slots.int("cap"))
+        return tier(slots, 0, slots.int("recent_from"))
+
+    older = compile_once(("older", *key), everything)
+    if before_round is None:
+        return older
+
+    def recent(slots):
+        return tier(slots, slots.int("recent_from"), slots.int("before_round"))
+
+    found = _joined.get(key)
+    if found is None:
+        first = compile_once(("recent", *key), recent)
+        sql = (
+            f"WITH recent AS MATERIALIZED ({first.sql}) SELECT * FROM recent UNION ALL "
+            f"SELECT * FROM ({older.sql}) AS older WHERE (SELECT count(*) FROM recent) < "
+            f"{int(limit)}"
+        )
+        found = _joined[key] = Precompiled(sql, (*first.params, *older.params), first.columns)
+    return found
+
+
+def _sqlite_search(key, viewer, before_round, limit, columns) -> Precompiled:
+    def build(slots):
+        matching = selectors.turns_visible_to(
+            experiment=slots.int("experiment"), viewer=slot_viewer(slots, viewer)
+        )
+        if before_round is not None:
+            matching = matching.filter(round__lt=slots.int("before_round"))
+        return matching.order_by().values_list(*columns)
+
+    base = compile_once(("base", *key), build)
+    if base.sql.count(_SQLITE_FROM) != 1:  # pragma: no cover - guards the rewrite below
+        raise ValueError("Unexpected SQL shape for the FTS join.")
+    found = _joined.get(key)
+    if found is None:
+        sql = base.sql.replace(_SQLITE_FROM, _SQLITE_JOIN)
+        sql += f' ORDER BY "campaigns_turn_fts"."rowid" LIMIT {int(limit)}'
+        found = _joined[key] = Precompiled(sql, (("match", None), *base.params))
+    return found
+
+
+_joined: dict[tuple, Precompiled] = {}
+
+
+# --- ranked retrieval (SPEC §5.8) ------------------------------------------------------
+
+
+def postings_query(*, experiment_id: int, viewer: Viewer, words: list[str]) -> Query | None:
+    """Per word, the newest `ranking.DF_CAP` readable turns that contain it, in one
+    statement: rows ``(word index, id, seq, round, tokens, kind)``, each word's newest
+    first. These are the postings `retrieval.ranked_hits` ranks by. Visibility is applied
+    before the cap (the same selector-built search as `search_turn_query`, once per word)."""
+    from context_engine.ranking import DF_CAP
+
+    parts = [
+        search_turn_query(
+            experiment_id=experiment_id,
+            viewer=viewer,
+            words=[word],
+            before_round=None,
+            limit=DF_CAP,
+            scan_limit=selectors.SEARCH_SCAN_LIMIT,
+            columns=("id", "seq", "round", "tokens", "kind"),
+        )
+        for word in words
+    ]
+    parts = [part for part in parts if part is not None]
+    if not parts:
+        return None
+    key = ("postings", connection.vendor, statement_shape(viewer), len(parts))
+    found = _joined.get(key)
+    if found is None:
+        one = parts[0].compiled
+        # Each word's search is its own materialised CTE: as UNION ALL branches of
+        # subqueries SQLite planned them several times slower than one by one.
+        sql = (
+            "WITH "
+            + ", ".join(f"w{i} AS MATERIALIZED ({one.sql})" for i in range(len(parts)))
+            + " "
+            + " UNION ALL ".join(f"SELECT {i} AS word, w{i}.* FROM w{i}" for i in range(len(parts)))
+        )
+        params = [
+            (f"{i}.{name}" if name is not None else None, literal)
+            for i in range(len(parts))
+            for name, literal in one.params
+        ]
+        found = _joined[key] = Precompiled(sql, params)
+    values = {
+        f"{i}.{name}": value for i, part in enumerate(parts) for name, value in part.values.items()
+    }
+
+    def newest_per_word(rows: list[tuple]) -> list[tuple]:
+        return sorted(rows, key=lambda row: (row[0], -row[2]))
+
+    return Query(found, values, newest_per_word)
+
+
+def hit_query(*, experiment_id: int, viewer: Viewer, hit_ids: list[int], neighbours: int) -> Query:
+    """The ranked hits' rows, each with the ids of its ``neighbours`` nearest readable
+    turns on each side (no monologues but for judges) and of its round's first readable
+    turn: ``TURN_COLUMNS`` then ``before0, after0, before1, after1, …, opening``.
+    "Nearest" and "first" are decided on readable turns only, so what a viewer cannot
+    read moves no neighbour."""
+    slots_count = _padded_size(len(hit_ids))
+
+    def build(slots):
+        visible = selectors.turns_visible_to(
+            experiment=slots.int("experiment"), viewer=slot_viewer(slots, viewer)
+        ).order_by()
+        if not viewer.omniscient:  # by field: MONOLOGUE_KIND's raw SQL names the outer table
+            visible = visible.exclude(kind=Turn.Kind.MONOLOGUE)
+        around = {}
+        for k in range(neighbours):
+            earlier = visible.filter(seq__lt=OuterRef("seq")).order_by("-seq")
+            later = visible.filter(seq__gt=OuterRef("seq")).order_by("seq")
+            around[f"before{k}"] = Subquery(earlier.values("id")[k : k + 1])
+            around[f"after{k}"] = Subquery(later.values("id")[k : k + 1])
+        # The round's first readable turn: when it states a date, it dates the hit.
+        # Ordered as the (experiment, round, seq) index: by seq alone, SQLite walked the
+        # experiment's turns from the first until the round matched.
+        opening = visible.filter(round=OuterRef("round")).order_by("round", "seq")
+        around["opening"] = Subquery(opening.values("id")[:1])
+        ids = [slots.int(f"hit{i}") for i in range(slots_count)]
+        # The hits by primary key with the selector's turn rule: they come from this
+        # experiment's postings, and with the experiment's own filter SQLite walked the
+        # experiment's index instead of looking the ids up.
+        rule = selectors._turn_rule(slot_viewer(slots, viewer))
+        return (
+            Turn.objects.filter(id__in=ids)
+            .filter(rule)
+            .annotate(**around)
+            .values_list(*TURN_COLUMNS, *around)
+        )
+
+    compiled = compile_once(("hits", statement_shape(viewer), slots_count, neighbours), build)
+    padded = [*hit_ids, *([0] * (slots_count - len(hit_ids)))]
+    values = {f"hit{i}": hit_id for i, hit_id in enumerate(padded)}
+    return Query(compiled, slot_values(viewer, experiment=experiment_id, **values))
+
+
+def turns_by_id_query(*, viewer: Viewer, ids: list[int]) -> Query:
+    """Readable turns with these ids (the hits' neighbours), ``TURN_COLUMNS``."""
+    size = _padded_size(len(ids))
+
+    def build(slots):
+        # By primary key with the selector's turn rule (see `hit_query`): the ids are
+        # neighbours the hit query read in this experiment.
+        rule = selectors._turn_rule(slot_viewer(slots, viewer))
+        ids = [slots.int(f"id{i}") for i in range(size)]
+        return Turn.objects.filter(id__in=ids).filter(rule).values_list(*TURN_COLUMNS)
+
+    compiled = compile_once(("by-id", statement_shape(viewer), size), build)
+    padded = [*ids, *([0] * (size - len(ids)))]
+    values = {f"id{i}": turn_id for i, turn_id in enumerate(padded)}
+    return Query(compiled, slot_values(viewer, **values))
+
+
+def _padded_size(count: int) -> int:
+    """Id lists are padded (with 0, no turn's id) to a power of two: few statement shapes."""
+    return max(8, 1 << (max(count, 1) - 1).bit_length())
+
+
+def search_turns(
+    *,
+    experiment: Experiment | int,
+    viewer: Viewer,
+    text: str,
+    before_round: int | None = None,
+    limit: int = 10,
+) -> list[Turn]:
+    """Turns this viewer may read that match ``text``, best first (``/search``).
+
+    The same ranking as a pack's retrieval (SPEC §5.8): BM25 over the viewer's readable
+    turns (`context_engine.ranking`), from the postings of the database's own full-text
+    engine (`postings_query`: PostgreSQL tsvector + GIN, SQLite FTS5), audience-filtered
+    before anything is counted. Ties go to the newer turn.
+    """
+    from context_engine.ranking import Posting, make_query
+    from context_engine.retrieval import ranked_hits
+
+    experiment_id = experiment if isinstance(experiment, int) else experiment.pk
+    query = make_query(text)
+    found_rows = postings_query(experiment_id=experiment_id, viewer=viewer, words=query.words)
+    postings: dict[str, list[Posting]] = {word: [] for word in query.words}
+    for index, turn_id, seq, round_, tokens, _kind in found_rows.rows() if found_rows else ():
+        if before_round is None or round_ < before_round:
+            postings[query.words[index]].append(Posting(turn_id, seq, tokens))
+    ids = ranked_hits(query, postings, limit)
+    found = Turn.objects.in_bulk(ids)
+    return [found[turn_id] for turn_id in ids if turn_id in found]
