@@ -250,9 +250,7 @@ class GuardStream:
 
     def feed(self, chunk: str) -> str:
         self.text += chunk
-        if self.held:
-            return ""
-        self._take_words(final=False)
+        self._take_words(final=False)  # after a hold too: `quotes` ends up as `check`'s
         if self.held:
             return ""
         n = self.guard.window
@@ -267,8 +265,7 @@ class GuardStream:
 
     def close(self) -> str:
         """The end of the answer: check its last word and release the rest if it passed."""
-        if not self.held:
-            self._take_words(final=True)
+        self._take_words(final=True)
         if self.held:
             return ""
         return self._release(len(self.text))

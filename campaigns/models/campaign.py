@@ -236,6 +236,11 @@ class Turn(models.Model):
     def is_public(self) -> bool:
         return self.visibility is None
 
+    @property
+    def is_held(self) -> bool:
+        """Held by the output guard for the DM's review (`OutputHold`)."""
+        return self.held_at is not None
+
     def effective_visibility(self, dm_roles: tuple[str, ...] = ("DM",)):
         """Stored visibility as readers see it: corrupt values fail closed to DM-only."""
         return parse_stored_visibility(self.visibility, dm_roles)

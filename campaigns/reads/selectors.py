@@ -127,6 +127,24 @@ def held_turns_visible_to(*, experiment: Experiment | int, viewer: Viewer) -> Qu
     )
 
 
+def hold_quotes_shown_to(*, quotes: list[dict], viewer: Viewer) -> list[dict]:
+    """A hold's recorded quotes as this reviewer may see them: a quoted source they cannot
+    read (its recorded audience, fail closed) keeps its label and place in the held text
+    but loses its excerpt."""
+    shown = []
+    for quote in quotes:
+        audience = quote.get("audience")
+        readable = viewer.omniscient or (
+            isinstance(audience, list) and viewer.role is not None and viewer.role in audience
+        )
+        if readable:
+            shown.append({**quote, "readable": True})
+        else:
+            kept = {k: quote.get(k) for k in ("key", "label", "words", "start", "end")}
+            shown.append({**kept, "source": "", "readable": False})
+    return shown
+
+
 def turns_readable_by_all(*, experiment: Experiment, roles: Iterable[str]) -> QuerySet[Turn]:
     """Published turns every one of ``roles`` reads (what they already share)."""
     readable = Turn.objects.filter(experiment_id=experiment.pk)
