@@ -68,6 +68,7 @@ def test_the_dm_reviews_held_answers_in_the_console(browser, live_server, demo):
     dm.locator(f"#held-{blurted.pk} button", has_text="Discard").click()
     dm.locator(".notice", has_text=f"#{blurted.seq} discarded").wait_for()
     assert dm.locator("li.held").count() == 0
+    assert dm.locator("#held-count").is_hidden()  # the tab's count follows the swap
     shot(dm, "held-review-done")
 
     assert OutputHold.objects.get(seq=narrated.seq).status == "published"
