@@ -35,6 +35,22 @@ urlpatterns = [
         views.TurnRevealView.as_view(),
         name="api-turn-reveal",
     ),
+    re_path(rf"{EXPERIMENT}/held/$", views.HeldListView.as_view(), name="api-held"),
+    re_path(
+        rf"{EXPERIMENT}/held/(?P<tid>[^/]+)/publish/$",
+        views.HeldPublishView.as_view(),
+        name="api-held-publish",
+    ),
+    re_path(
+        rf"{EXPERIMENT}/held/(?P<tid>[^/]+)/edit/$",
+        views.HeldEditView.as_view(),
+        name="api-held-edit",
+    ),
+    re_path(
+        rf"{EXPERIMENT}/held/(?P<tid>[^/]+)/discard/$",
+        views.HeldDiscardView.as_view(),
+        name="api-held-discard",
+    ),
     re_path(rf"{EXPERIMENT}/lore/$", views.LoreListView.as_view(), name="api-lore"),
     re_path(
         rf"{EXPERIMENT}/lore/(?P<lid>[^/]+)/$",

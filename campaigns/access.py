@@ -172,3 +172,24 @@ def check_turn_post(access: Access, data: dict) -> None:
         )
     if kind == Turn.Kind.MONOLOGUE and visibility != [role]:
         raise ValidationError({"visibility": [f"A monologue is private: use [{role!r}]."]})
+
+
+def can_review_held(access: Access) -> bool:
+    """The DM side reviews what the output guard held: the owner, staff, and a user seated
+    at a DM participant (`Viewer.reviews_held`, set by the selector)."""
+    return access.can_edit or access.viewer.reviews_held
+
+
+def get_held_turn_for(access: Access, tid: object) -> Turn:
+    """A held turn this user reviews: 403 for anyone who reviews none, 404 for an id that
+    is not a held turn they review."""
+    if not can_review_held(access):
+        raise PermissionDenied("Only the DM side reviews held turns.")
+    turn = (
+        selectors.held_turns_visible_to(experiment=access.experiment, viewer=access.viewer)
+        .filter(pk=parse_id(tid, what="Held turn"))
+        .first()
+    )
+    if turn is None:
+        raise NotFound("Held turn not found.")
+    return turn

@@ -77,6 +77,15 @@ def get_lore_for(access: Access, viewer: Viewer, lid):
         return rules.get_lore_for(access, viewer, lid)
 
 
+def can_review_held(access: Access) -> bool:
+    return rules.can_review_held(access)
+
+
+def get_held_turn_for(access: Access, tid):
+    with _django_errors():
+        return rules.get_held_turn_for(access, tid)
+
+
 def can_write_notes(access: Access) -> bool:
     """GM notes are the DM's: editors, or a user linked to a DM participant."""
     return access.can_edit or (access.viewer.is_dm and not access.viewer.omniscient)

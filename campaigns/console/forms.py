@@ -112,6 +112,12 @@ class NoteEditForm(forms.Form):
     content = forms.CharField(label="Note text", widget=forms.Textarea(attrs={"rows": 3}))
 
 
+class HeldEditForm(forms.Form):
+    """A held turn's text, as the DM publishes or corrects it."""
+
+    content = forms.CharField(label="Text", strip=False, widget=forms.Textarea(attrs={"rows": 4}))
+
+
 class MemoryForm(forms.Form):
     """The composer while an owner views as a role: only memory lookups for that role."""
 

@@ -17,6 +17,7 @@ from campaigns.models.campaign import (
     VisibilityChange,
     WorldState,
 )
+from campaigns.models.guard import OutputHold
 from campaigns.models.jobs import Job, RoundStep
 from campaigns.models.memory import (
     LORE_FIELDS,
@@ -41,6 +42,7 @@ __all__ = [
     "LoreEntry",
     "LoreRevision",
     "ModelCall",
+    "OutputHold",
     "Participant",
     "Question",
     "RetrievalPin",

@@ -171,6 +171,17 @@ class Turn(models.Model):
         default=False, help_text="Agent output that could not be parsed (stored DM-only)."
     )
     tokens = models.PositiveIntegerField(default=0, help_text="Counted once on write.")
+    # Nullable with no default: SQLite adds it in place (a rebuilt table loses triggers).
+    held_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        default=None,
+        help_text=(
+            "Set while the output guard holds this turn for the DM's review (it quoted text "
+            "its audience cannot read); null = published. Held turns reach no reader but "
+            "the reviewers (campaigns.reads.selectors)."
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     # Nullable, not "": SQLite adds a nullable column in place (a rebuilt table would lose
     # its triggers), and NULL is what the partial unique index below leaves out.
@@ -224,6 +235,11 @@ class Turn(models.Model):
     @property
     def is_public(self) -> bool:
         return self.visibility is None
+
+    @property
+    def is_held(self) -> bool:
+        """Held by the output guard for the DM's review (`OutputHold`)."""
+        return self.held_at is not None
 
     def effective_visibility(self, dm_roles: tuple[str, ...] = ("DM",)):
         """Stored visibility as readers see it: corrupt values fail closed to DM-only."""

@@ -7,27 +7,48 @@ judges: the raw log) or a role, filtered by `visibility__readable_by` in SQL.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.db.models import Q, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 
-from campaigns.models import Experiment, Fact, LoreEntry, Participant, Question, Summary, Turn
+from campaigns.models import (
+    Experiment,
+    Fact,
+    LoreEntry,
+    OutputHold,
+    Participant,
+    Question,
+    Summary,
+    Turn,
+)
 
 
 @dataclass(frozen=True)
 class Viewer:
-    """Who is reading: a role (with whether it is DM-kind), or everything."""
+    """Who is reading: a role (with whether it is DM-kind), or everything.
+
+    ``reviews_held``: a person who reviews what the output guard held (the owner, staff,
+    a user seated at a DM participant). Held turns reach no one else — no agent's pack,
+    no judge, no memory worker — and a seated DM only those whose review audience
+    (their stored visibility while held) names their role.
+    """
 
     role: str | None
     omniscient: bool = False
     is_dm: bool = False
+    reviews_held: bool = False
 
     @property
     def label(self) -> str:
         return "everything" if self.omniscient else f"as {self.role}"
 
 
+# The raw log as the machinery reads it (memory workers, the Arena, exports): held turns
+# are not in it until the DM publishes them.
 OMNISCIENT = Viewer(role=None, omniscient=True)
+# The owner or staff in the console and the API: everything, held turns too.
+OWNER = Viewer(role=None, omniscient=True, reviews_held=True)
 
 
 class UnknownRole(LookupError):
@@ -77,10 +98,88 @@ def turns_visible_to(*, experiment: Experiment | int, viewer: Viewer) -> QuerySe
 
 def _turn_rule(viewer: Viewer) -> Q:
     """The turn-visibility condition for one viewer (the SQL half of the rules)."""
+    published = Q() if viewer.reviews_held else Q(held_at__isnull=True)
     if viewer.omniscient:
-        return Q()
+        return published
     # A monologue is its speaker's alone, whatever its stored visibility says.
-    return _readable("visibility", viewer) & (~Q(kind=Turn.Kind.MONOLOGUE) | Q(speaker=viewer.role))
+    return (
+        published
+        & _readable("visibility", viewer)
+        & (~Q(kind=Turn.Kind.MONOLOGUE) | Q(speaker=viewer.role))
+    )
+
+
+def held_turns_visible_to(*, experiment: Experiment | int, viewer: Viewer) -> QuerySet[Turn]:
+    """Turns the output guard holds that this viewer reviews (none for anyone else), with
+    their open `OutputHold` rows as ``open_holds``, in seq order."""
+    if not viewer.reviews_held:
+        return Turn.objects.none()
+    return (
+        turns_visible_to(experiment=experiment, viewer=viewer)
+        .filter(held_at__isnull=False)
+        .prefetch_related(
+            Prefetch(
+                "holds",
+                queryset=OutputHold.objects.filter(status=OutputHold.Status.HELD),
+                to_attr="open_holds",
+            )
+        )
+    )
+
+
+def hold_quotes_shown_to(*, quotes: list[dict], viewer: Viewer) -> list[dict]:
+    """A hold's recorded quotes as this reviewer may see them: a quoted source they cannot
+    read (its recorded audience, fail closed) keeps its label and place in the held text
+    but loses its excerpt."""
+    shown = []
+    for quote in quotes:
+        audience = quote.get("audience")
+        readable = viewer.omniscient or (
+            isinstance(audience, list) and viewer.role is not None and viewer.role in audience
+        )
+        if readable:
+            shown.append({**quote, "readable": True})
+        else:
+            kept = {k: quote.get(k) for k in ("key", "label", "words", "start", "end")}
+            shown.append({**kept, "source": "", "readable": False})
+    return shown
+
+
+def turns_readable_by_all(*, experiment: Experiment, roles: Iterable[str]) -> QuerySet[Turn]:
+    """Published turns every one of ``roles`` reads (what they already share)."""
+    readable = Turn.objects.filter(experiment_id=experiment.pk)
+    for role in sorted(set(roles)):
+        viewer = viewer_for_role(experiment=experiment, role=role)
+        readable = readable.filter(
+            pk__in=turns_visible_to(experiment=experiment, viewer=viewer).values("pk")
+        )
+    return readable.filter(held_at__isnull=True).order_by("seq")
+
+
+def turns_hidden_from(*, experiment: Experiment, roles: Iterable[str]) -> QuerySet[Turn]:
+    """Published turns that at least one of ``roles`` cannot read: what an answer meant
+    for those roles must not quote (the output guard's sources)."""
+    shared = turns_readable_by_all(experiment=experiment, roles=roles)
+    return turns_visible_to(experiment=experiment, viewer=OMNISCIENT).exclude(
+        pk__in=shared.values("pk")
+    )
+
+
+def lore_readable_by_all(*, experiment: Experiment, roles: Iterable[str]) -> QuerySet[LoreEntry]:
+    readable = LoreEntry.objects.filter(experiment_id=experiment.pk)
+    for role in sorted(set(roles)):
+        viewer = viewer_for_role(experiment=experiment, role=role)
+        readable = readable.filter(
+            pk__in=lore_visible_to(experiment=experiment, viewer=viewer).values("pk")
+        )
+    return readable
+
+
+def lore_hidden_from(*, experiment: Experiment, roles: Iterable[str]) -> QuerySet[LoreEntry]:
+    """Lore entries that at least one of ``roles`` cannot read (rejected ones included:
+    their text is still the campaign's and no less hidden)."""
+    shared = lore_readable_by_all(experiment=experiment, roles=roles)
+    return LoreEntry.objects.filter(experiment_id=experiment.pk).exclude(pk__in=shared.values("pk"))
 
 
 def whisper_existence_for(*, experiment: Experiment | int, viewer: Viewer) -> QuerySet[Turn]:
@@ -93,6 +192,7 @@ def whisper_existence_for(*, experiment: Experiment | int, viewer: Viewer) -> Qu
     readable = turns_visible_to(experiment=experiment_id, viewer=viewer)
     return (
         Turn.objects.filter(experiment_id=experiment_id, kind=Turn.Kind.WHISPER)
+        .filter(held_at__isnull=True)
         .exclude(pk__in=readable.values("pk"))
         .only("id", "seq", "round", "speaker", "kind", "visibility", "hinge")
     )
@@ -168,11 +268,14 @@ def viewer_for_user(*, experiment: Experiment, user) -> Viewer | None:
     Owner and staff read everything; a user linked to a participant reads that role's view.
     """
     if user.is_staff or (experiment.owner_id is not None and experiment.owner_id == user.pk):
-        return OMNISCIENT
+        return OWNER
     participant = experiment.participants.filter(user=user).order_by("order", "id").first()
     if participant is None:
         return None
-    return viewer_for_participant(participant)
+    viewer = viewer_for_participant(participant)
+    if viewer.is_dm:  # the person at the DM's seat reviews what the guard held
+        return Viewer(role=viewer.role, omniscient=viewer.omniscient, is_dm=True, reviews_held=True)
+    return viewer
 
 
 def turns_as_role(*, queryset: QuerySet[Turn], role: str) -> QuerySet[Turn]:
@@ -184,7 +287,7 @@ def turns_as_role(*, queryset: QuerySet[Turn], role: str) -> QuerySet[Turn]:
     condition = Q(pk__in=[])
     for experiment_id, kind in participants:
         viewer = Viewer(role=role, omniscient=kind == "judge", is_dm=kind == "dm")
-        condition |= Q(experiment_id=experiment_id) & _readable("visibility", viewer)
+        condition |= Q(experiment_id=experiment_id) & _turn_rule(viewer)
     return queryset.filter(condition)
 
 

@@ -39,6 +39,10 @@ def turn_reveal(*, experiment: Experiment, turn: Turn, visibility, user=None) ->
     roles = list(experiment.participants.values_list("role", flat=True))
     new = clean_visibility(visibility, roles)
     locked = Turn.objects.select_for_update().get(pk=turn.pk, experiment=experiment)
+    if locked.held_at is not None:
+        raise ValidationError(
+            {"turn": ["This turn is held for review: publish or discard it there."]}
+        )
     # Stored visibility read as the selector reads it (corrupt data fails closed: DM-only).
     old = parse_stored_visibility(locked.visibility, dm_roles(experiment=experiment))
     if old is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Max
+from django.utils import timezone
 
 from campaigns.models import Experiment, Turn
 from campaigns.services.memory import commands as memory_commands
@@ -94,12 +95,14 @@ def turn_create(
     hinge: bool = False,
     needs_review: bool = False,
     open_round_only: bool = False,
+    held: bool = False,
 ) -> Turn:
     """Store one turn with the next seq. Locks the experiment row to serialise seqs.
 
     ``round`` omitted means the open round (the campaign clock). A turn in a later round
     opens that round: only the DM side (owner, staff, the relay) may move the clock, so a
     player's post passes ``open_round_only`` and any other round is a 400 naming ``round``.
+    ``held``: the output guard holds it for the DM's review (`holds.turn_hold`).
     """
     locked = Experiment.objects.select_for_update().get(pk=experiment.pk)
     if round is None:
@@ -125,7 +128,11 @@ def turn_create(
     )
     last = locked.turns.aggregate(seq=Max("seq"), round=Max("round"))
     turn = Turn.objects.create(
-        experiment=locked, seq=(last["seq"] or 0) + 1, needs_review=needs_review, **cleaned
+        experiment=locked,
+        seq=(last["seq"] or 0) + 1,
+        needs_review=needs_review,
+        held_at=timezone.now() if held else None,
+        **cleaned,
     )
     if turn.round > locked.current_round:
         Experiment.objects.filter(pk=locked.pk).update(current_round=turn.round)

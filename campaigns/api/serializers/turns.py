@@ -21,6 +21,11 @@ from campaigns.models import Turn, VisibilityChange
 class TurnSerializer(serializers.ModelSerializer):
     visibility = RoleListOutField(read_only=True)
     tags = serializers.ListField(child=serializers.CharField(), read_only=True)
+    held = serializers.BooleanField(
+        source="is_held",
+        read_only=True,
+        help_text="Held by the output guard for the DM's review (only its reviewers see it).",
+    )
 
     class Meta:
         model = Turn
@@ -35,6 +40,7 @@ class TurnSerializer(serializers.ModelSerializer):
             "tags",
             "hinge",
             "needs_review",
+            "held",
             "tokens",
             "created_at",
         ]

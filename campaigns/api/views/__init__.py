@@ -9,6 +9,12 @@ from campaigns.api.views.experiments import (
     ParticipantDetailView,
     ParticipantListView,
 )
+from campaigns.api.views.holds import (
+    HeldDiscardView,
+    HeldEditView,
+    HeldListView,
+    HeldPublishView,
+)
 from campaigns.api.views.jobs import RoundView, TaskSkipView, TaskView
 from campaigns.api.views.lore import LoreDetailView, LoreListView
 from campaigns.api.views.memory import CommandView, ContextView, SummaryListView
@@ -24,6 +30,10 @@ __all__ = [
     "ExperimentListView",
     "ExportView",
     "FactListView",
+    "HeldDiscardView",
+    "HeldEditView",
+    "HeldListView",
+    "HeldPublishView",
     "ImportView",
     "LoreDetailView",
     "LoreListView",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import wraps
+from functools import cache, wraps
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required as django_login_required
@@ -11,6 +11,7 @@ from django.utils.http import urlencode
 from django_htmx.http import HttpResponseClientRedirect
 
 from campaigns.access import Access
+from campaigns.reads import selectors
 
 PAGE_NAV = (
     ("console:campaign", "Timeline"),
@@ -29,7 +30,16 @@ def page(request, template: str, context: dict, *, partial: str | None = None, s
 
 
 def campaign_context(access: Access, viewer, *, as_role: str = "", active: str = "") -> dict:
-    """What every campaign page's header and tabs need."""
+    """What every campaign page's header and tabs need. ``held_count`` (the DM side, not
+    while viewing as a role) is counted only if the header shows it."""
+    reviewer = not as_role and (access.can_edit or access.viewer.reviews_held)
+
+    @cache
+    def held_count() -> int:
+        return selectors.held_turns_visible_to(
+            experiment=access.experiment, viewer=access.viewer
+        ).count()
+
     return {
         "access": access,
         "experiment": access.experiment,
@@ -38,6 +48,8 @@ def campaign_context(access: Access, viewer, *, as_role: str = "", active: str =
         "can_edit": access.can_edit,
         "nav": PAGE_NAV,
         "active": active,
+        "reviewer": reviewer,
+        "held_count": held_count if reviewer else 0,
     }
 
 

@@ -149,7 +149,10 @@ class _Round(_Steps):
     def _whisperers(self) -> tuple[str, ...]:
         """Players who whispered to a DM this round, in turn order."""
         whispers = Turn.objects.filter(
-            experiment=self.experiment, round=self.round, kind=Turn.Kind.WHISPER
+            experiment=self.experiment,
+            round=self.round,
+            kind=Turn.Kind.WHISPER,
+            held_at__isnull=True,  # a held whisper reached no one yet
         ).exclude(speaker__in=self.dm_roles)
         sent = set()
         for turn in whispers.only("speaker", "visibility"):
@@ -183,6 +186,9 @@ class _Round(_Steps):
             message += "; did not act in time: " + ", ".join(late)
         if skipped:
             message += "; skipped by the DM: " + ", ".join(skipped)
+        held = sum(s.get("held", 0) for s in done)
+        if held:
+            message += f"; {held} answer(s) held for the DM's review"
         self._report(100, message, status=Job.Status.SUCCEEDED, result=self.result)
 
     # a human who did not act ------------------------------------------------------
@@ -231,6 +237,7 @@ class _Round(_Steps):
                     policy=policy,
                     outcome=done,
                     skipped=skipped,
+                    held=getattr(write, "held", 0),
                 )
                 if stored:
                     why = "was skipped" if skipped else "did not act in time"

@@ -15,6 +15,8 @@ from django.db import DatabaseError, IntegrityError, transaction
 from campaigns.models import Experiment, Job, Participant, RoundStep, Turn
 from campaigns.reads.adapters import llm_settings
 from campaigns.services.context import pack_for_role
+from campaigns.services.holds import turn_hold
+from campaigns.services.output_guard import PASS, OutputGuard, Verdict, wider_than_speaker
 from campaigns.services.relay.common import (
     RETRY_ATTEMPTS,
     ProgressCallback,
@@ -219,34 +221,64 @@ class _Steps:
         keep = max(0, self.content_limit - len(note))
         return (content[:keep] + note)[: self.content_limit]
 
-    def _write_parsed(self, participant: Participant, parsed: list[ParsedTurn]):
-        def write() -> list[int]:
-            return [
-                turn_create(
+    def _guard(self, participant: Participant, parsed: list[ParsedTurn]) -> list[Verdict]:
+        """The output leak guard's verdict on each item meant for more than its speaker
+        (unparsed output is already DM-only). One guard per audience; outside any
+        transaction, like the model call."""
+        guards: dict[tuple[str, ...] | None, OutputGuard] = {}
+        verdicts = []
+        for item in parsed:
+            if item.needs_review or not wider_than_speaker(item.visibility, participant.role):
+                verdicts.append(PASS)
+                continue
+            guard = guards.get(item.visibility)
+            if guard is None:
+                guard = guards[item.visibility] = OutputGuard(
                     experiment=self.experiment,
-                    round=self.round,
                     speaker=participant.role,
-                    kind=item.kind,
-                    content=self._clip(item.content),
-                    visibility=list(item.visibility) if item.visibility is not None else None,
-                    tags=list(item.tags),
-                    hinge=item.hinge,
-                    needs_review=item.needs_review,
-                ).pk
-                for item in parsed
-            ]
+                    visibility=item.visibility,
+                )
+            verdicts.append(guard.check(self._clip(item.content)))
+        return verdicts
 
+    def _write_parsed(self, participant: Participant, parsed: list[ParsedTurn]):
+        verdicts = self._guard(participant, parsed)
+
+        def write() -> list[int]:
+            ids = []
+            for item, verdict in zip(parsed, verdicts, strict=True):
+                fields = {
+                    "experiment": self.experiment,
+                    "round": self.round,
+                    "speaker": participant.role,
+                    "kind": item.kind,
+                    "content": self._clip(item.content),
+                    "visibility": list(item.visibility) if item.visibility is not None else None,
+                    "tags": list(item.tags),
+                    "hinge": item.hinge,
+                    "needs_review": item.needs_review,
+                }
+                if verdict.held:
+                    turn = turn_hold(review=verdict.review, quotes=list(verdict.records), **fields)
+                else:
+                    turn = turn_create(**fields)
+                ids.append(turn.pk)
+            return ids
+
+        write.held = sum(1 for v in verdicts if v.held)
         return write
 
     def _store(self, step: Step, participant: Participant, parsed: list[ParsedTurn]) -> None:
         review = sum(1 for item in parsed if item.needs_review)
         try:
+            write = self._write_parsed(participant, parsed)
             self._commit(
                 step,
                 participant,
                 RoundStep.Status.OK,
-                self._write_parsed(participant, parsed),
+                write,
                 review=review,
+                held=write.held,
             )
         except (ValidationError, DatabaseError) as exc:
             raise _StepFailed(

@@ -12,8 +12,9 @@ from campaigns.services.transcripts.common import FORMAT
 
 
 def export_transcript(*, experiment: Experiment) -> dict[str, Any]:
-    """The whole experiment as a transcript dict (owner's view: everything)."""
-    turns = list(experiment.turns.order_by("seq"))
+    """The whole experiment as a transcript dict (owner's view: everything published;
+    turns the output guard holds are not part of the log until the DM publishes them)."""
+    turns = list(experiment.turns.filter(held_at__isnull=True).order_by("seq"))
     index_of = {turn.pk: index for index, turn in enumerate(turns)}
     lore = experiment.lore.order_by("key", "audience_key", "id").prefetch_related("source_turns")
     transcript = {
