@@ -46,9 +46,14 @@ class HeldListView(ApiView):
         return self.get_paginated_response(data)
 
 
-def _held(request, id, tid):
+def _held(request, id, tid, body=None):
+    """The campaign, the body checked against ``body`` (after the permission, before the
+    turn is looked up: a malformed body is a 400 whatever the turn), and the held turn."""
     access = get_experiment_for(request.user, id)
-    return access, get_held_turn_for(access, tid)
+    if not can_review_held(access):
+        raise PermissionDenied("Only the DM side reviews held turns.")
+    data = validated(body, request.data) if body is not None else {}
+    return access, data, get_held_turn_for(access, tid)
 
 
 @extend_schema(parameters=[EXPERIMENT_ID, TURN_ID])
@@ -58,8 +63,7 @@ class HeldPublishView(ApiView):
     @extend_schema(request=HeldPublishSerializer, responses={200: TurnSerializer})
     def post(self, request, id, tid):
         """Publish a held turn to the audience it was meant for (``content``: edit first)."""
-        access, turn = _held(request, id, tid)
-        data = validated(HeldPublishSerializer, request.data)
+        access, data, turn = _held(request, id, tid, HeldPublishSerializer)
         published = held_turn_publish(
             experiment=access.experiment, turn=turn, user=request.user, content=data.get("content")
         )
@@ -73,8 +77,7 @@ class HeldEditView(ApiView):
     @extend_schema(request=HeldEditSerializer, responses={200: HeldTurnSerializer})
     def post(self, request, id, tid):
         """Correct a held turn's text; it stays held until published."""
-        access, turn = _held(request, id, tid)
-        data = validated(HeldEditSerializer, request.data)
+        access, data, turn = _held(request, id, tid, HeldEditSerializer)
         held_turn_edit(
             experiment=access.experiment, turn=turn, user=request.user, content=data["content"]
         )
@@ -89,6 +92,6 @@ class HeldDiscardView(ApiView):
     @extend_schema(request=None, responses={204: None})
     def post(self, request, id, tid):
         """Discard a held turn: it leaves the log (its text stays in the hold record)."""
-        access, turn = _held(request, id, tid)
+        access, _data, turn = _held(request, id, tid)
         held_turn_discard(experiment=access.experiment, turn=turn, user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
