@@ -143,7 +143,7 @@ def test_the_dm_publishes_one_held_answer_and_discards_the_other(
     bad = api(owner).post(f"{base}/{dm_turn.pk}/edit/", {"content": 5}, format="json")
     assert bad.status_code == 400 and "content" in bad.json()
     assert api(owner).post(f"{base}/{dm_turn.pk}/edit/", {}, format="json").status_code == 400
-    assert api(owner).post(f"{base}/999999/publish/", {}).status_code == 404
+    assert api(owner).post(f"{base}/999999/publish/", {}, format="json").status_code == 404
 
     edited = "The wind howls. The bell tolls."
     published = api(owner).post(f"{base}/{dm_turn.pk}/publish/", {"content": edited}, format="json")
