@@ -161,5 +161,5 @@ def test_the_dm_publishes_one_held_answer_and_discards_the_other(
     assert edited.lower() in seen
     assert not any(leak in seen for leak in LEAKS)
     # Decided once: a second publish or discard is a 404 (no longer a held turn).
-    assert api(owner).post(f"{base}/{dm_turn.pk}/publish/", {}).status_code == 404
+    assert api(owner).post(f"{base}/{dm_turn.pk}/publish/", {}, format="json").status_code == 404
     assert api(owner).get(f"{base}/").json()["results"] == []
