@@ -27,7 +27,7 @@ from campaigns.models import LoreEntry
 from campaigns.services import transcripts
 from tests.campaigns.services.memory_support import fingerprints_hidden_from, ngrams, use_gemini
 from tests.factories import make_user
-from tests.standins.answers import _VET_LINE
+from tests.standins.answers import VET_LINE
 
 pytestmark = pytest.mark.django_db
 
@@ -142,7 +142,7 @@ def test_a_model_answering_every_line_leaves_each_entry_its_own_answer(
     asked = {
         int(line["id"]): line["quotes"].split(" | ")[0]
         for prompt in vetting_prompts(gemini_standin)
-        for line in (m.groupdict() for m in _VET_LINE.finditer(prompt))
+        for line in (m.groupdict() for m in VET_LINE.finditer(prompt))
         if line["id"] is not None
     }
     vetted = LoreEntry.objects.filter(experiment=experiment, revisions__actor="task:vet")
@@ -166,7 +166,7 @@ def test_every_memory_prompt_holds_one_audiences_text(
     vetting = vetting_prompts(gemini_standin)
     assert len(vetting) >= 2
     for prompt in vetting:
-        ids = [m.group("id") for m in _VET_LINE.finditer(prompt)]
+        ids = [m.group("id") for m in VET_LINE.finditer(prompt)]
         assert ids and None not in ids, "every proposal line names the entry it is about"
         (key,) = {audience_of[int(i)] for i in ids}  # one audience per prompt
         members = roles if key == "*" else [r for r in key.split("|") if r]

@@ -26,7 +26,7 @@ DIGEST_HEADINGS = ("Hinge Index", "Standing Reasons", "NPC Memory Anchors", "Ope
 STANDIN_MARK = "(stand-in)"
 VET_BEHAVIOURS = ("vet_lines", "vet_blend")
 # A vetting prompt's proposal line, with (today) or without (before issue 23) its id.
-_VET_LINE = re.compile(
+VET_LINE = re.compile(
     r"^- (?:\[(?P<id>\d+)\] )?(?P<term>.+?) \(guessed (?P<category>\w+)\): (?P<quotes>.*)$",
     re.MULTILINE,
 )
@@ -95,7 +95,7 @@ def _clause(sentence: str) -> str:
 
 def vet_object(prompt: str, behaviour: str) -> dict:
     """Verdicts for every proposal line of a vetting prompt (module doc)."""
-    lines = [match.groupdict() for match in _VET_LINE.finditer(prompt)]
+    lines = [match.groupdict() for match in VET_LINE.finditer(prompt)]
     quoted = [q for line in lines for q in line["quotes"].split(" | ") if q.strip()]
     terms = []
     for line in lines:
