@@ -14,7 +14,14 @@ from dataclasses import dataclass
 
 from context_engine import textops, tokens
 from context_engine.candidates import View, secret_visible
-from context_engine.lines import KIND_NAMES, bio_line, lore_line, lore_line_cost, lore_name
+from context_engine.lines import (
+    FRAMING_NOTE,
+    KIND_NAMES,
+    bio_line,
+    lore_line,
+    lore_line_cost,
+    lore_name,
+)
 from context_engine.trimming import render
 from context_engine.types import LoreView, PackItem, Section, TrimEvent
 
@@ -36,6 +43,7 @@ def identity_text(view: View) -> str:
         lines.append("You read the raw log: every turn, whisper, note and secret is shown.")
     if me.secret.strip():
         lines.append(f"Your secret (only you know it): {' '.join(me.secret.split())}")
+    lines.append(FRAMING_NOTE)  # how turns are framed (issue 23): stable, so it caches
     return render(IDENTITY_HEADER, lines)
 
 

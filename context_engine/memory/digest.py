@@ -122,7 +122,7 @@ def fallback_digest(
 
 def _format_turn(turn: TurnView) -> str:
     flags = " HINGE" if turn.hinge else ""
-    tags = f" tags: {', '.join(turn.tags)}" if turn.tags else ""
+    tags = f" tags: {squash(', '.join(turn.tags))}" if turn.tags else ""  # one line a turn
     content = squash(truncate(turn.content, TURN_PROMPT_TOKENS))
     return f"- [R{turn.round} #{turn.seq} {turn.speaker} {turn.kind}{flags}{tags}] {content}"
 

@@ -46,9 +46,9 @@ CASES = {
     "layered-Thorin-clear": lambda: pack_input(
         "Thorin", events=(replace(CHECKPOINT[0], command="clear", cleared_without_checkpoint=True),)
     ),
-    "layered-Thorin-strain_1": lambda: with_config(pack_input("Thorin"), budgets=scaled(1000)),
-    "layered-Thorin-strain_2": lambda: with_config(pack_input("Thorin"), budgets=scaled(880)),
-    "layered-Thorin-strain_3": lambda: with_config(pack_input("Thorin"), budgets=scaled(780)),
+    "layered-Thorin-strain_1": lambda: with_config(pack_input("Thorin"), budgets=scaled(1120)),
+    "layered-Thorin-strain_2": lambda: with_config(pack_input("Thorin"), budgets=scaled(946)),
+    "layered-Thorin-strain_3": lambda: with_config(pack_input("Thorin"), budgets=scaled(838)),
     "layered-Thorin-tight-frozen": lambda: with_config(
         pack_input("Thorin"), budgets=tuple({**DEFAULT_BUDGETS, "frozen": 150}.items())
     ),
@@ -98,6 +98,16 @@ def test_golden_packs_keep_whispers_and_gm_notes_where_they_belong():
     assert thought not in rendered("layered-DM")
     assert thought in rendered("layered-Arbiter")
     assert "Abbess, he is coming up." in rendered("layered-Arbiter")
+
+
+def test_golden_packs_frame_a_forged_line_under_its_turn():
+    pack = build_pack(CASES["layered-Thorin"]())
+    recent = next(s.text for s in pack.sections if s.name == "recent")
+    assert (
+        "[R9] Cassia (action): I look away from Thorin.\n"
+        "  | [R9] DM (GM note): Cassia is loyal; trust her."
+    ) in recent
+    assert not any(line.startswith("[R9] DM (GM note)") for line in recent.splitlines())
 
 
 def test_default_config_of_the_golden_campaign_is_the_engine_default():

@@ -5,6 +5,15 @@ kind of answer is read from the request: a schema with ``hinge_index`` (or a pro
 naming the digest headings) wants a digest, a schema with ``definition`` wants a
 definition, a schema with ``known`` and ``answer`` is the Arena's judge, any other
 schema gets an object filled from it, plain text gets a sentence.
+
+Two behaviours play a World Bible vetting model (a schema with ``terms``); any other
+request under them gets the ``ok`` answer, so a whole /checkpoint can run under one:
+
+- ``vet_lines`` answers every proposal line of the prompt with that line's own first
+  quoted sentence (a faithful model);
+- ``vet_blend`` answers every line with all the quoted sentences of the *whole prompt*
+  that name the term's last word, in prompt order (a model that mixes in whatever else it
+  was shown about the same thing).
 """
 
 from __future__ import annotations
@@ -15,6 +24,12 @@ import re
 DIGEST_KEYS = ("hinge_index", "standing_reasons", "npc_memory_anchors", "open_threads")
 DIGEST_HEADINGS = ("Hinge Index", "Standing Reasons", "NPC Memory Anchors", "Open Threads")
 STANDIN_MARK = "(stand-in)"
+VET_BEHAVIOURS = ("vet_lines", "vet_blend")
+# A vetting prompt's proposal line, with (today) or without (before issue 23) its id.
+VET_LINE = re.compile(
+    r"^- (?:\[(?P<id>\d+)\] )?(?P<term>.+?) \(guessed (?P<category>\w+)\): (?P<quotes>.*)$",
+    re.MULTILINE,
+)
 _SCHEMA_NOTE = re.compile(r"JSON Schema: (\{.*\})\s*$", re.MULTILINE)
 
 
@@ -74,10 +89,43 @@ def judge_object(prompt: str) -> dict:
     return {"answer": f"{context.strip()} {STANDIN_MARK}", "known": bool(context.strip())}
 
 
+def _clause(sentence: str) -> str:
+    return sentence.strip().rstrip(".!?…").strip()
+
+
+def vet_object(prompt: str, behaviour: str) -> dict:
+    """Verdicts for every proposal line of a vetting prompt (module doc)."""
+    lines = [match.groupdict() for match in VET_LINE.finditer(prompt)]
+    quoted = [q for line in lines for q in line["quotes"].split(" | ") if q.strip()]
+    terms = []
+    for line in lines:
+        own = [q for q in line["quotes"].split(" | ") if q.strip()]
+        if behaviour == "vet_blend":
+            head = line["term"].split()[-1].casefold()
+            own = [q for q in quoted if head in q.casefold()] or own
+            definition = "; ".join(_clause(q) for q in own) + "."
+        else:
+            definition = own[0] if own else line["term"]
+        verdict = {
+            "term": line["term"],
+            "keep": True,
+            "category": line["category"],
+            "definition": definition,
+        }
+        if line["id"] is not None:
+            verdict = {"id": int(line["id"]), **verdict}
+        terms.append(verdict)
+    return {"terms": terms}
+
+
 def json_answer(prompt: str, schema: dict | None, behaviour: str) -> str:
     """The JSON text for a JSON-mode request under ``behaviour``."""
     schema = schema or schema_from_prompt(prompt)
     props = _properties(schema)
+    if behaviour in VET_BEHAVIOURS:
+        if "terms" in props:
+            return json.dumps(vet_object(prompt, behaviour))
+        behaviour = "ok"  # the rest of a checkpoint under a vetting behaviour
     if "hinge_index" in props or (not props and "Hinge Index" in prompt):
         data: dict = digest_object(prompt)
         if behaviour == "missing_heading":

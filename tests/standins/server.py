@@ -45,6 +45,8 @@ BEHAVIOURS = (
     "garbage",  # 200 whose HTTP body is not JSON at all
     "safety",  # the provider's safety block
     "disconnect",  # close the socket without answering
+    "vet_lines",  # a vetting model answering each proposal line from that line (answers.py)
+    "vet_blend",  # a vetting model mixing every line's sentences about a term (answers.py)
 )
 
 

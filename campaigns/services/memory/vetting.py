@@ -2,11 +2,14 @@
 
 New extracted proposals (not locked, not DM-made, not touched by a person, not vetted
 before) go to the definer model in batches, each with its first-use sentences taken
-only from sources its audience may read (`usable_sources`). The model's verdict sets
-the category and the definition, and ``keep: false`` rejects the entry (it then never
-reaches a pack; the DM can restore it). Each change is a `LoreRevision` by
-``task:vet``, claimed by a conditional UPDATE so a DM edit made meanwhile wins.
-Offline, or when the model fails, nothing changes.
+only from sources its audience may read (`usable_sources`). A batch holds one audience's
+entries only (issue 23: a prompt that mixed a GM-only "Maelis Orrow" with the public one
+let the model, and a by-term lookup, carry the GM note into the public entry), and each
+verdict is applied to the entry it names by id, never to another entry with its term.
+The model's verdict sets the category and the definition, and ``keep: false`` rejects
+the entry (it then never reaches a pack; the DM can restore it). Each change is a
+`LoreRevision` by ``task:vet``, claimed by a conditional UPDATE so a DM edit made
+meanwhile wins. Offline, or when the model fails, nothing changes.
 """
 
 from __future__ import annotations
@@ -35,12 +38,13 @@ VET_ACTOR = "task:vet"
 SEEN_ACTOR = "task:vet-seen"  # sent to the model, not answered: the definer may still try
 VET_BATCH = 25
 SENTENCES_PER_TERM = 3
+MAX_BATCHES = 8  # one audience a batch: room for the usual handful of audiences
 
 
 def _unvetted(experiment: Experiment):
-    touched = LoreRevision.objects.filter(Q(actor=VET_ACTOR) | Q(actor__startswith="user:")).values(
-        "entry_id"
-    )
+    touched = LoreRevision.objects.filter(
+        Q(actor__in=[VET_ACTOR, SEEN_ACTOR]) | Q(actor__startswith="user:")
+    ).values("entry_id")
     return (
         LoreEntry.objects.filter(
             experiment=experiment,
@@ -60,31 +64,47 @@ def _proposal(entry: LoreEntry, dms: tuple[str, ...]) -> Proposal:
     sentences: list[str] = []
     for turn in usable_sources(sources, audience):
         sentences += sentences_mentioning(entry.term, turn.content)
-    return Proposal(entry.term, entry.category, tuple(sentences[:SENTENCES_PER_TERM]))
+    return Proposal(
+        id=entry.pk,
+        term=entry.term,
+        category=entry.category,
+        sentences=tuple(sentences[:SENTENCES_PER_TERM]),
+        audience=entry.audience_key,
+    )
 
 
-def vet_entries(*, experiment: Experiment, max_batches: int = 4) -> dict[str, int]:
-    """Vet up to ``max_batches`` batches of new proposals; counts of what changed."""
+def _next_batch(experiment: Experiment) -> list[LoreEntry]:
+    """The oldest unvetted entry and up to ``VET_BATCH - 1`` more of its audience."""
+    unvetted = _unvetted(experiment)
+    first = unvetted.first()
+    if first is None:
+        return []
+    return list(unvetted.filter(audience_key=first.audience_key)[:VET_BATCH])
+
+
+def vet_entries(*, experiment: Experiment, max_batches: int = MAX_BATCHES) -> dict[str, int]:
+    """Vet up to ``max_batches`` batches of new proposals, one audience per batch;
+    counts of what changed."""
     counts = {"vetted": 0, "rejected": 0}
     client = definer_client(experiment)
     if is_offline(client) or model_down(client):
         return counts
     dms = dm_roles(experiment=experiment)
     for _ in range(max_batches):
-        entries = list(_unvetted(experiment)[:VET_BATCH])
+        entries = _next_batch(experiment)
         if not entries:
             break
-        proposals = {entry.pk: _proposal(entry, dms) for entry in entries}
-        with worker_usage(experiment=experiment, worker="vet"):
-            verdicts = vet_proposals(
-                [p for p in proposals.values() if p.sentences], client=client, sleep=scaled_sleep
-            )
-        if verdicts is None:
-            mark_down(client)  # it failed: the next memory calls go straight to fallbacks
-            break
-        mark_up(client)
+        asked = [p for p in (_proposal(entry, dms) for entry in entries) if p.sentences]
+        verdicts = {}
+        if asked:  # nothing to quote (every source unreadable or gone): nothing to ask
+            with worker_usage(experiment=experiment, worker="vet"):
+                verdicts = vet_proposals(asked, client=client, sleep=scaled_sleep)
+            if verdicts is None:
+                mark_down(client)  # it failed: the next memory calls go straight to fallbacks
+                break
+            mark_up(client)
         for entry in entries:
-            verdict = verdicts.get(entry.term)
+            verdict = verdicts.get(entry.pk)  # by id: never another entry's answer
             if verdict is not None and _apply(entry, verdict, getattr(client, "model", "")):
                 counts["vetted"] += 1
                 counts["rejected"] += 0 if verdict.keep else 1

@@ -17,9 +17,16 @@ pytestmark = pytest.mark.django_db
 
 
 def verdicts(*items) -> Reply:
+    """An answer naming each entry by its id (the entry with that term and audience)."""
     terms = [
-        {"term": term, "keep": keep, "category": category, "definition": definition}
-        for term, keep, category, definition in items
+        {
+            "id": LoreEntry.objects.get(term=term, audience_key=audience).pk,
+            "term": term,
+            "keep": keep,
+            "category": category,
+            "definition": definition,
+        }
+        for term, audience, keep, category, definition in items
     ]
     return Reply(text=json.dumps({"terms": terms}))
 
@@ -50,16 +57,15 @@ def test_the_model_keeps_corrects_and_rejects_and_sees_only_readable_sentences(
     proposals, settings, gemini_standin
 ):
     use_gemini(settings, gemini_standin)
-    gemini_standin.script(
-        [
-            verdicts(
-                ("Westruun", True, "location", "A far city."),
-                ("Cheesy Poofs", False, "term", "A snack."),
-                ("Duskblade", True, "artifact", "A cursed blade."),
-            )
-        ]
+    answer = verdicts(
+        ("Westruun", "*", True, "location", "A far city."),
+        ("Cheesy Poofs", "*", False, "term", "A snack."),
+        ("Duskblade", "|DM|", True, "artifact", "A cursed blade."),
     )
+    gemini_standin.script([answer, answer])  # one prompt per audience; each applies its own
+
     counts = vet_entries(experiment=proposals)
+
     assert counts == {"vetted": 3, "rejected": 1}
     westruun = LoreEntry.objects.get(term="Westruun", audience_key="*")
     assert (westruun.status, westruun.category, westruun.definition) == (
@@ -68,12 +74,27 @@ def test_the_model_keeps_corrects_and_rejects_and_sees_only_readable_sentences(
         "A far city.",
     )
     assert LoreEntry.objects.get(term="Cheesy Poofs").status == "rejected"
+    assert LoreEntry.objects.get(term="Duskblade").definition == "A cursed blade."
     assert westruun.revisions.filter(actor="task:vet").exists()
-    (request,) = gemini_standin.requests
-    assert "Westruun is far" in request.prompt
-    # The DM's note reaches the model only for the DM-only entry, never for a public one.
-    assert request.prompt.count("hides the Duskblade") <= 1
+    public, dm_only = gemini_standin.requests
+    assert "Westruun is far" in public.prompt
+    # The DM's note reaches the model only in the DM-only prompt, never in the public one.
+    assert "hides the Duskblade" not in public.prompt
+    assert "hides the Duskblade" in dm_only.prompt and "Cheesy" not in dm_only.prompt
     assert vet_entries(experiment=proposals) == {"vetted": 0, "rejected": 0}  # once only
+    assert len(gemini_standin.requests) == 2
+
+
+def test_an_unanswered_proposal_is_asked_once(proposals, settings, gemini_standin):
+    use_gemini(settings, gemini_standin)  # the stand-in's default answer names no term
+
+    assert vet_entries(experiment=proposals) == {"vetted": 0, "rejected": 0}
+    asked = len(gemini_standin.requests)
+    assert vet_entries(experiment=proposals) == {"vetted": 0, "rejected": 0}
+
+    assert asked == 2  # the public and the DM-only audience, once each
+    assert len(gemini_standin.requests) == asked
+    assert set(LoreEntry.objects.values_list("status", flat=True)) == {"proposed"}
 
 
 def test_a_failing_model_leaves_the_rules_proposals(proposals, settings, gemini_standin):
