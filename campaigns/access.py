@@ -51,9 +51,7 @@ def parse_id(raw: object, *, what: str = "Experiment") -> int:
 
 def is_editor(*, user, experiment: Experiment) -> bool:
     """Owner and staff run the experiment; everyone else at most plays in it."""
-    return bool(user.is_staff) or (
-        experiment.owner_id is not None and experiment.owner_id == user.pk
-    )
+    return selectors.is_editor(user=user, experiment=experiment)
 
 
 def get_experiment_for(user, pk: object, *, write: bool = False) -> Access:

@@ -11,7 +11,16 @@ from dataclasses import dataclass
 
 from django.db.models import Q, QuerySet
 
-from campaigns.models import Experiment, Fact, LoreEntry, Participant, Question, Summary, Turn
+from campaigns.models import (
+    Experiment,
+    Fact,
+    LoreEntry,
+    Participant,
+    Question,
+    Summary,
+    Turn,
+    TurnRevision,
+)
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,36 @@ def _turn_rule(viewer: Viewer) -> Q:
         return Q()
     # A monologue is its speaker's alone, whatever its stored visibility says.
     return _readable("visibility", viewer) & (~Q(kind=Turn.Kind.MONOLOGUE) | Q(speaker=viewer.role))
+
+
+def turn_revisions_visible_to(
+    *, experiment: Experiment | int, viewer: Viewer, turn_ids
+) -> QuerySet[TurnRevision]:
+    """The earlier texts of these turns that this viewer may read, oldest first.
+
+    A revision is readable by exactly who could read its turn while that text was current.
+    It stores the turn's visibility at the moment the text was replaced, and a reveal only
+    ever widens an audience, so that stored visibility is everyone who ever read the old
+    text: the same rule as for turns (`_turn_rule`) applies to it. A reveal after the edit
+    widens the turn, never its older revisions (the new audience reads the current text
+    only). Only revisions of turns the viewer reads now are considered (``turn_ids`` comes
+    from `turns_visible_to`; the filter repeats it), and withdrawn notes' snapshots
+    (``turn`` null) are the admin's alone.
+    """
+    experiment_id = experiment if isinstance(experiment, int) else experiment.pk
+    readable_turns = turns_visible_to(experiment=experiment_id, viewer=viewer).filter(
+        pk__in=list(turn_ids)
+    )
+    return (
+        TurnRevision.objects.filter(
+            experiment_id=experiment_id,
+            action=TurnRevision.Action.EDIT,
+            turn__in=readable_turns.values("pk"),
+        )
+        .filter(_turn_rule(viewer))
+        .select_related("user")
+        .order_by("id")
+    )
 
 
 def whisper_existence_for(*, experiment: Experiment | int, viewer: Viewer) -> QuerySet[Turn]:
@@ -162,12 +201,23 @@ def experiments_for_user(user) -> QuerySet[Experiment]:
     return Experiment.objects.filter(Q(owner=user) | Q(participants__user=user)).distinct()
 
 
+def is_editor(*, user, experiment: Experiment) -> bool:
+    """Owner and staff run the campaign: they read everything, write anything, and they
+    alone move its clock (`campaigns.services.turns.may_move_clock`). Everyone else —
+    a player, a judge, a user seated as the DM — at most plays in it."""
+    if user is None or not getattr(user, "pk", None):
+        return False
+    return bool(user.is_staff) or (
+        experiment.owner_id is not None and experiment.owner_id == user.pk
+    )
+
+
 def viewer_for_user(*, experiment: Experiment, user) -> Viewer | None:
     """What a signed-in user may read of an experiment, or None if nothing at all.
 
     Owner and staff read everything; a user linked to a participant reads that role's view.
     """
-    if user.is_staff or (experiment.owner_id is not None and experiment.owner_id == user.pk):
+    if is_editor(user=user, experiment=experiment):
         return OMNISCIENT
     participant = experiment.participants.filter(user=user).order_by("order", "id").first()
     if participant is None:
