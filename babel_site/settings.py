@@ -315,6 +315,8 @@ CACHES["default"]["KEY_PREFIX"] = "babel"
 # --- Auth, API --------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    # Not a rule for passwords: revokes the user's API token after a password change.
+    {"NAME": "campaigns.services.tokens.RevokeTokenOnPasswordChange"},
 ]
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"

@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 pytestmark = pytest.mark.django_db
 
 SPEC_OPERATIONS = {
-    "/api/auth/token/": {"post"},
+    "/api/auth/token/": {"post", "delete"},
     "/api/experiments/": {"get", "post"},
     "/api/experiments/{id}/": {"get", "patch", "delete"},
     "/api/experiments/{id}/participants/": {"get", "post"},
