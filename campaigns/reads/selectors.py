@@ -14,6 +14,7 @@ from django.db.models import Q, QuerySet
 from campaigns.models import (
     Experiment,
     Fact,
+    Invitation,
     LoreEntry,
     Participant,
     Question,
@@ -209,6 +210,29 @@ def is_editor(*, user, experiment: Experiment) -> bool:
         return False
     return bool(user.is_staff) or (
         experiment.owner_id is not None and experiment.owner_id == user.pk
+    )
+
+
+def invitations_for_user(user) -> QuerySet[Invitation]:
+    """The seats offered to ``user`` and not yet answered, newest first. All an invitee
+    reads of a campaign before accepting: its name, the seat's role, who invited them."""
+    if user is None or not getattr(user, "pk", None):
+        return Invitation.objects.none()
+    return (
+        Invitation.objects.filter(user_id=user.pk, status=Invitation.Status.PENDING)
+        .select_related("experiment", "participant", "invited_by")
+        .order_by("-id")
+    )
+
+
+def invitations_of(*, experiment: Experiment | int) -> QuerySet[Invitation]:
+    """Every invitation of a campaign, newest first: its owner's and staff's to read. The
+    invitee is shown as the inviter named them, never as the user it resolved to."""
+    experiment_id = experiment if isinstance(experiment, int) else experiment.pk
+    return (
+        Invitation.objects.filter(experiment_id=experiment_id)
+        .select_related("participant")
+        .order_by("-id")
     )
 
 

@@ -12,12 +12,21 @@ from campaigns.api.views.experiments import (
 from campaigns.api.views.jobs import RoundView, TaskSkipView, TaskView
 from campaigns.api.views.lore import LoreDetailView, LoreListView
 from campaigns.api.views.memory import CommandView, ContextView, SummaryListView
+from campaigns.api.views.seats import (
+    CampaignInvitationDetailView,
+    CampaignInvitationListView,
+    InvitationAcceptView,
+    InvitationDeclineView,
+    InvitationListView,
+)
 from campaigns.api.views.transcripts import ExportView, ImportView
 from campaigns.api.views.turns import TurnListView, TurnRevealView
 from campaigns.api.views.usage import UsageView
 
 __all__ = [
     "ArenaView",
+    "CampaignInvitationDetailView",
+    "CampaignInvitationListView",
     "CommandView",
     "ContextView",
     "ExperimentDetailView",
@@ -25,6 +34,9 @@ __all__ = [
     "ExportView",
     "FactListView",
     "ImportView",
+    "InvitationAcceptView",
+    "InvitationDeclineView",
+    "InvitationListView",
     "LoreDetailView",
     "LoreListView",
     "ObtainTokenView",
