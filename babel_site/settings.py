@@ -365,6 +365,7 @@ SPECTACULAR_SETTINGS = {
         "ParticipantKindEnum": "campaigns.models.Participant.Kind",
         "JobKindEnum": "campaigns.models.Job.Kind",
         "SummaryKindEnum": "campaigns.models.Summary.Kind",
+        "InvitationStatusEnum": "campaigns.models.Invitation.Status",
     },
 }
 

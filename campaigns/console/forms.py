@@ -131,6 +131,17 @@ class NoteForm(forms.Form):
             open_round_field(self)
 
 
+class InvitationForm(forms.Form):
+    """Offer an open seat to a username (the service answers the same whoever it names)."""
+
+    role = forms.ChoiceField(label="Seat")
+    username = forms.CharField(label="Username", max_length=150)
+
+    def __init__(self, *args, roles: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["role"].choices = _role_choices(roles)
+
+
 class NoteEditForm(forms.Form):
     content = forms.CharField(label="Note text", widget=forms.Textarea(attrs={"rows": 3}))
 

@@ -10,6 +10,7 @@ from campaigns.console.views import (
     lore,
     memory,
     notes,
+    seats,
     usage,
     whispers,
 )
@@ -31,6 +32,24 @@ urlpatterns = [
         "campaigns/<str:pk>/jobs/<str:job_id>/skip/",
         campaign.human_skip_post,
         name="human_skip",
+    ),
+    path(
+        "invitations/<str:iid>/accept/",
+        seats.invitation_answer,
+        {"answer": "accept"},
+        name="invitation_accept",
+    ),
+    path(
+        "invitations/<str:iid>/decline/",
+        seats.invitation_answer,
+        {"answer": "decline"},
+        name="invitation_decline",
+    ),
+    path("campaigns/<str:pk>/seats/", seats.seats, name="seats"),
+    path(
+        "campaigns/<str:pk>/seats/<str:iid>/withdraw/",
+        seats.invitation_withdraw_post,
+        name="invitation_withdraw",
     ),
     path("campaigns/<str:pk>/whispers/", whispers.whispers, name="whispers"),
     path("campaigns/<str:pk>/whispers/post/", whispers.whisper_post, name="whisper_post"),

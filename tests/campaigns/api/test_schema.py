@@ -32,6 +32,11 @@ SPEC_OPERATIONS = {
     "/api/experiments/{id}/facts/": {"get"},
     "/api/experiments/{id}/arena/": {"get", "post"},
     "/api/import/": {"post"},
+    "/api/experiments/{id}/invitations/": {"get", "post"},
+    "/api/experiments/{id}/invitations/{iid}/": {"delete"},
+    "/api/invitations/": {"get"},
+    "/api/invitations/{iid}/accept/": {"post"},
+    "/api/invitations/{iid}/decline/": {"post"},
 }
 HTTP_METHODS = {"get", "post", "put", "patch", "delete"}
 
