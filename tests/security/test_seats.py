@@ -50,12 +50,24 @@ def what_the_victim_reads(api, victim, lure) -> dict:
         "notes page": console.get(f"/campaigns/{lure.pk}/notes/").status_code,
         "inspector": console.get(f"/campaigns/{lure.pk}/context/Thorin/").status_code,
     }
+    reads["dashboard links it"] = f'href="/campaigns/{lure.pk}/' in reads["dashboard"]
     return reads
 
 
+def outside_invitations(dashboard: str) -> str:
+    """The dashboard without its invitations panel: an invitation names the campaign, the
+    seat and who offered it (what the invitee decides on), and nothing else of it."""
+    start = dashboard.find('<section class="panel invitations"')
+    if start == -1:
+        return dashboard
+    return dashboard[:start] + dashboard[dashboard.index("</section>", start) :]
+
+
 def assert_nothing_reaches(reads: dict) -> None:
-    assert LURE not in reads["dashboard"] and LURE_TEXT not in reads["dashboard"]
+    assert LURE_TEXT not in reads["dashboard"]
+    assert LURE not in outside_invitations(reads["dashboard"])
     assert LURE not in reads["api list"]
+    assert not reads["dashboard links it"]
     for key in ("api detail", "api turns", "api pack", "page", "notes page", "inspector"):
         assert reads[key] == 404, (key, reads[key])
 
