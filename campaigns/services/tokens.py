@@ -48,4 +48,5 @@ class RevokeTokenOnPasswordChange:
         token_revoke(user=user)
 
     def get_help_text(self) -> str:
-        return ""
+        # Listed under the password forms' rules: say what a change does to the API.
+        return "Changing your password signs your API token out (sign in again for a new one)."
