@@ -29,6 +29,16 @@ urlpatterns = [
         views.ParticipantDetailView.as_view(),
         name="api-participant",
     ),
+    re_path(
+        rf"{EXPERIMENT}/invitations/$",
+        views.CampaignInvitationListView.as_view(),
+        name="api-campaign-invitations",
+    ),
+    re_path(
+        rf"{EXPERIMENT}/invitations/(?P<iid>[^/]+)/$",
+        views.CampaignInvitationDetailView.as_view(),
+        name="api-campaign-invitation",
+    ),
     re_path(rf"{EXPERIMENT}/turns/$", views.TurnListView.as_view(), name="api-turns"),
     re_path(
         rf"{EXPERIMENT}/turns/(?P<tid>[^/]+)/reveal/$",
@@ -70,6 +80,17 @@ urlpatterns = [
     re_path(rf"{EXPERIMENT}/export/$", views.ExportView.as_view(), name="api-export"),
     re_path(rf"{EXPERIMENT}/usage/$", views.UsageView.as_view(), name="api-usage"),
     path("import/", views.ImportView.as_view(), name="api-import"),
+    path("invitations/", views.InvitationListView.as_view(), name="api-invitations"),
+    re_path(
+        r"^invitations/(?P<iid>[^/]+)/accept/$",
+        views.InvitationAcceptView.as_view(),
+        name="api-invitation-accept",
+    ),
+    re_path(
+        r"^invitations/(?P<iid>[^/]+)/decline/$",
+        views.InvitationDeclineView.as_view(),
+        name="api-invitation-decline",
+    ),
     re_path(r"^tasks/(?P<task_id>[^/]+)/$", views.TaskView.as_view(), name="api-task"),
     re_path(
         r"^tasks/(?P<task_id>[^/]+)/skip/$", views.TaskSkipView.as_view(), name="api-task-skip"

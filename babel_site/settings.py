@@ -315,6 +315,8 @@ CACHES["default"]["KEY_PREFIX"] = "babel"
 # --- Auth, API --------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    # Not a rule for passwords: revokes the user's API token after a password change.
+    {"NAME": "campaigns.services.tokens.RevokeTokenOnPasswordChange"},
 ]
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
@@ -363,6 +365,7 @@ SPECTACULAR_SETTINGS = {
         "ParticipantKindEnum": "campaigns.models.Participant.Kind",
         "JobKindEnum": "campaigns.models.Job.Kind",
         "SummaryKindEnum": "campaigns.models.Summary.Kind",
+        "InvitationStatusEnum": "campaigns.models.Invitation.Status",
     },
 }
 

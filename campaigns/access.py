@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from django.core.exceptions import ValidationError
 from rest_framework.exceptions import NotFound, PermissionDenied
 
-from campaigns.models import Experiment, Job, LoreEntry, Turn
+from campaigns.models import Experiment, Invitation, Job, LoreEntry, Turn
 from campaigns.reads import selectors
 from campaigns.reads.selectors import UnknownRole, Viewer
 
@@ -51,9 +51,7 @@ def parse_id(raw: object, *, what: str = "Experiment") -> int:
 
 def is_editor(*, user, experiment: Experiment) -> bool:
     """Owner and staff run the experiment; everyone else at most plays in it."""
-    return bool(user.is_staff) or (
-        experiment.owner_id is not None and experiment.owner_id == user.pk
-    )
+    return selectors.is_editor(user=user, experiment=experiment)
 
 
 def get_experiment_for(user, pk: object, *, write: bool = False) -> Access:
@@ -93,6 +91,29 @@ def get_lore_for(access: Access, viewer: Viewer, lid: object) -> LoreEntry:
     if entry is None:
         raise NotFound("Lore entry not found.")
     return entry
+
+
+def get_invitation_for(user, iid: object) -> Invitation:
+    """An invitation addressed to ``user`` and still open, else 404 — the same 404 for
+    another user's invitation, an answered one and an id that does not exist."""
+    invitation = (
+        selectors.invitations_for_user(user).filter(pk=parse_id(iid, what="Invitation")).first()
+    )
+    if invitation is None:
+        raise NotFound("Invitation not found.")
+    return invitation
+
+
+def get_campaign_invitation(access: Access, iid: object) -> Invitation:
+    """One of the campaign's invitations, for its owner or staff (``access`` with write)."""
+    invitation = (
+        selectors.invitations_of(experiment=access.experiment)
+        .filter(pk=parse_id(iid, what="Invitation"))
+        .first()
+    )
+    if invitation is None:
+        raise NotFound("Invitation not found.")
+    return invitation
 
 
 def get_job_for(user, task_id: object) -> tuple[Job, Access]:

@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from campaigns.models import (
     ContextEvent,
     Experiment,
+    Invitation,
     LoreEntry,
     LoreRevision,
     ModelCall,
@@ -257,6 +258,22 @@ class ModelCallAdmin(admin.ModelAdmin):
     )
     list_filter = ("experiment", "step", "model")
     exclude = ("prefix_blocks",)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    """Seats offered and their answers (made through the API and the console: a seat is
+    linked only when its invitee accepts)."""
+
+    list_display = ("experiment", "participant", "invitee", "user", "status", "created_at")
+    list_filter = ("status",)
+    readonly_fields = [f.name for f in Invitation._meta.fields]
 
     def has_add_permission(self, request):
         return False

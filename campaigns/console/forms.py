@@ -51,7 +51,15 @@ class TurnForm(forms.Form):
     round = forms.IntegerField(label="Round", min_value=0, required=False)
     hinge = forms.BooleanField(label="Hinge", required=False)
 
-    def __init__(self, *args, speaker: str, roles: list[str], is_player: bool, **kwargs):
+    def __init__(
+        self,
+        *args,
+        speaker: str,
+        roles: list[str],
+        is_player: bool,
+        moves_clock: bool = True,
+        **kwargs,
+    ):
         super().__init__(*args, **kwargs)
         self.speaker = speaker
         self.fields["kind"].choices = PLAYER_KINDS if is_player else DM_KINDS
@@ -59,6 +67,8 @@ class TurnForm(forms.Form):
         if is_player:
             del self.fields["round"]
             del self.fields["hinge"]
+        elif not moves_clock:
+            open_round_field(self)
 
     def clean(self):
         data = super().clean()
@@ -103,9 +113,33 @@ class WhisperForm(forms.Form):
         return sorted({self.cleaned_data["speaker"], *self.cleaned_data["recipients"]})
 
 
+def open_round_field(form: forms.Form) -> None:
+    """For someone who writes into the open round only (`turns.may_move_clock`): the round
+    is not theirs to choose, so the field is hidden and empty (the open round). It stays a
+    field, so a forged value reaches the service and is refused naming ``round``."""
+    form.fields["round"].widget = forms.HiddenInput()
+    form.initial.pop("round", None)
+
+
 class NoteForm(forms.Form):
     content = forms.CharField(label="GM note", widget=forms.Textarea(attrs={"rows": 3}))
     round = forms.IntegerField(label="Round", min_value=0, required=False)
+
+    def __init__(self, *args, moves_clock: bool = True, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not moves_clock:
+            open_round_field(self)
+
+
+class InvitationForm(forms.Form):
+    """Offer an open seat to a username (the service answers the same whoever it names)."""
+
+    role = forms.ChoiceField(label="Seat")
+    username = forms.CharField(label="Username", max_length=150)
+
+    def __init__(self, *args, roles: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["role"].choices = _role_choices(roles)
 
 
 class NoteEditForm(forms.Form):

@@ -11,6 +11,7 @@ from campaigns.console.views import (
     lore,
     memory,
     notes,
+    seats,
     usage,
     whispers,
 )
@@ -37,6 +38,24 @@ urlpatterns = [
     path("campaigns/<str:pk>/held/<str:tid>/publish/", held.held_publish, name="held_publish"),
     path("campaigns/<str:pk>/held/<str:tid>/edit/", held.held_edit, name="held_edit"),
     path("campaigns/<str:pk>/held/<str:tid>/discard/", held.held_discard, name="held_discard"),
+    path(
+        "invitations/<str:iid>/accept/",
+        seats.invitation_answer,
+        {"answer": "accept"},
+        name="invitation_accept",
+    ),
+    path(
+        "invitations/<str:iid>/decline/",
+        seats.invitation_answer,
+        {"answer": "decline"},
+        name="invitation_decline",
+    ),
+    path("campaigns/<str:pk>/seats/", seats.seats, name="seats"),
+    path(
+        "campaigns/<str:pk>/seats/<str:iid>/withdraw/",
+        seats.invitation_withdraw_post,
+        name="invitation_withdraw",
+    ),
     path("campaigns/<str:pk>/whispers/", whispers.whispers, name="whispers"),
     path("campaigns/<str:pk>/whispers/post/", whispers.whisper_post, name="whisper_post"),
     path("campaigns/<str:pk>/notes/", notes.notes, name="notes"),

@@ -28,6 +28,7 @@ from campaigns.models.memory import (
     Summary,
     VocabularyStat,
 )
+from campaigns.models.seats import Invitation
 from campaigns.models.usage import ModelCall
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "Experiment",
     "Fact",
     "HydrationCursor",
+    "Invitation",
     "Job",
     "LoreEntry",
     "LoreRevision",

@@ -15,12 +15,14 @@ from django.db.models import Prefetch, Q, QuerySet
 from campaigns.models import (
     Experiment,
     Fact,
+    Invitation,
     LoreEntry,
     OutputHold,
     Participant,
     Question,
     Summary,
     Turn,
+    TurnRevision,
 )
 
 
@@ -182,6 +184,36 @@ def lore_hidden_from(*, experiment: Experiment, roles: Iterable[str]) -> QuerySe
     return LoreEntry.objects.filter(experiment_id=experiment.pk).exclude(pk__in=shared.values("pk"))
 
 
+def turn_revisions_visible_to(
+    *, experiment: Experiment | int, viewer: Viewer, turn_ids
+) -> QuerySet[TurnRevision]:
+    """The earlier texts of these turns that this viewer may read, oldest first.
+
+    A revision is readable by exactly who could read its turn while that text was current.
+    It stores the turn's visibility at the moment the text was replaced, and a reveal only
+    ever widens an audience, so that stored visibility is everyone who ever read the old
+    text: the same rule as for turns (`_turn_rule`) applies to it. A reveal after the edit
+    widens the turn, never its older revisions (the new audience reads the current text
+    only). Only revisions of turns the viewer reads now are considered (``turn_ids`` comes
+    from `turns_visible_to`; the filter repeats it), and withdrawn notes' snapshots
+    (``turn`` null) are the admin's alone.
+    """
+    experiment_id = experiment if isinstance(experiment, int) else experiment.pk
+    readable_turns = turns_visible_to(experiment=experiment_id, viewer=viewer).filter(
+        pk__in=list(turn_ids)
+    )
+    return (
+        TurnRevision.objects.filter(
+            experiment_id=experiment_id,
+            action=TurnRevision.Action.EDIT,
+            turn__in=readable_turns.values("pk"),
+        )
+        .filter(_turn_rule(viewer))
+        .select_related("user")
+        .order_by("id")
+    )
+
+
 def whisper_existence_for(*, experiment: Experiment | int, viewer: Viewer) -> QuerySet[Turn]:
     """Whispers this viewer may NOT read, with only the columns that show they happened.
 
@@ -262,12 +294,46 @@ def experiments_for_user(user) -> QuerySet[Experiment]:
     return Experiment.objects.filter(Q(owner=user) | Q(participants__user=user)).distinct()
 
 
+def is_editor(*, user, experiment: Experiment) -> bool:
+    """Owner and staff run the campaign: they read everything, write anything, and they
+    alone move its clock (`campaigns.services.turns.may_move_clock`). Everyone else —
+    a player, a judge, a user seated as the DM — at most plays in it."""
+    if user is None or not getattr(user, "pk", None):
+        return False
+    return bool(user.is_staff) or (
+        experiment.owner_id is not None and experiment.owner_id == user.pk
+    )
+
+
+def invitations_for_user(user) -> QuerySet[Invitation]:
+    """The seats offered to ``user`` and not yet answered, newest first. All an invitee
+    reads of a campaign before accepting: its name, the seat's role, who invited them."""
+    if user is None or not getattr(user, "pk", None):
+        return Invitation.objects.none()
+    return (
+        Invitation.objects.filter(user_id=user.pk, status=Invitation.Status.PENDING)
+        .select_related("experiment", "participant", "invited_by")
+        .order_by("-id")
+    )
+
+
+def invitations_of(*, experiment: Experiment | int) -> QuerySet[Invitation]:
+    """Every invitation of a campaign, newest first: its owner's and staff's to read. The
+    invitee is shown as the inviter named them, never as the user it resolved to."""
+    experiment_id = experiment if isinstance(experiment, int) else experiment.pk
+    return (
+        Invitation.objects.filter(experiment_id=experiment_id)
+        .select_related("participant")
+        .order_by("-id")
+    )
+
+
 def viewer_for_user(*, experiment: Experiment, user) -> Viewer | None:
     """What a signed-in user may read of an experiment, or None if nothing at all.
 
     Owner and staff read everything; a user linked to a participant reads that role's view.
     """
-    if user.is_staff or (experiment.owner_id is not None and experiment.owner_id == user.pk):
+    if is_editor(user=user, experiment=experiment):
         return OWNER
     participant = experiment.participants.filter(user=user).order_by("order", "id").first()
     if participant is None:

@@ -19,15 +19,24 @@ from django.db import transaction
 from campaigns.models import Experiment, LoreEntry, LoreRevision, Summary, Turn, TurnRevision
 from campaigns.services.dispatch import send_on_commit
 from campaigns.services.lore import actor_for
-from campaigns.services.turns import turn_create
+from campaigns.services.turns import may_move_clock, turn_create
 from campaigns.validation import clean_content, max_content_chars
 from context_engine import tokens
 
 
 def note_create(
-    *, experiment: Experiment, speaker: str, round: int, content: str, visibility=None
+    *,
+    experiment: Experiment,
+    user,
+    speaker: str,
+    round: int | None = None,
+    content: str,
+    visibility=None,
 ) -> Turn:
-    """A new GM note (DM-only unless an audience is given)."""
+    """A new GM note (DM-only unless an audience is given), by ``user``: into the open
+    round (``round`` omitted) or, for the owner and staff only, any round
+    (`may_move_clock`); a user seated as the DM naming another round gets a 400 on
+    ``round`` and nothing is stored."""
     return turn_create(
         experiment=experiment,
         round=round,
@@ -35,6 +44,7 @@ def note_create(
         kind=Turn.Kind.GM_NOTE,
         content=content,
         visibility=visibility,
+        open_round_only=not may_move_clock(user=user, experiment=experiment),
     )
 
 

@@ -8,6 +8,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from campaigns.models import Experiment, Turn
+from campaigns.reads.selectors import is_editor
 from campaigns.services.memory import commands as memory_commands
 from campaigns.services.reveals import secrets_reveal_due
 from campaigns.validation import (
@@ -82,6 +83,18 @@ def private_kinds(cleaned: dict, dm_roles: tuple[str, ...]) -> list[str] | None:
     return visibility
 
 
+def may_move_clock(*, user, experiment: Experiment) -> bool:
+    """The one rule for rounds, for every person's write path (API, composer, GM-notes
+    form, whispers form): a person writes into the open round only, unless they are the
+    campaign's owner or staff. A turn in a later round opens that round (secret goals due
+    by then become readable); one in an earlier round back-dates the log. So a player, a
+    judge or a user seated as the DM posts only into the open round; `relay.human_turn_create`
+    and `notes.note_create` apply this, and `turn_create` enforces it under the row lock.
+    The relay and imports are the DM side's own machinery and call `turn_create` directly.
+    """
+    return is_editor(user=user, experiment=experiment)
+
+
 @transaction.atomic
 def turn_create(
     *,
@@ -101,8 +114,9 @@ def turn_create(
 
     ``round`` omitted means the open round (the campaign clock). A turn in a later round
     opens that round: only the DM side (owner, staff, the relay) may move the clock, so a
-    player's post passes ``open_round_only`` and any other round is a 400 naming ``round``.
-    ``held``: the output guard holds it for the DM's review (`holds.turn_hold`).
+    person's post passes ``open_round_only`` (`may_move_clock`) and any other round is a
+    400 naming ``round``. ``held``: the output guard holds it for the DM's review
+    (`holds.turn_hold`).
     """
     locked = Experiment.objects.select_for_update().get(pk=experiment.pk)
     if round is None:

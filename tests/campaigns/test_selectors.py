@@ -104,3 +104,44 @@ def test_an_identity_is_read_by_its_owner_and_judges_and_is_never_revealed(campa
         for role in ("Cassia", "Thorin", "DM", "Oracle")
     }
     assert read == {"Cassia": True, "Thorin": False, "DM": False, "Oracle": True}
+
+
+def _earlier_texts(campaign, role, turn):
+    viewer = (
+        selectors.OMNISCIENT
+        if role is None
+        else selectors.viewer_for_role(experiment=campaign, role=role)
+    )
+    return [
+        r.old_content
+        for r in selectors.turn_revisions_visible_to(
+            experiment=campaign, viewer=viewer, turn_ids=[turn.pk]
+        )
+    ]
+
+
+def test_a_revision_is_read_by_who_read_its_text_not_by_the_turns_new_audience(campaign, owner):
+    from campaigns.services.notes import note_update
+    from campaigns.services.reveals import turn_reveal
+
+    note = make_turn(campaign, kind="gm_note", content="draft", visibility=["DM"])
+    note_update(turn=note, user=owner, content="second")
+    turn_reveal(experiment=campaign, turn=note, visibility=["DM", "Thorin"], user=owner)
+    note_update(turn=Turn.objects.get(pk=note.pk), user=owner, content="third")
+
+    assert _earlier_texts(campaign, None, note) == ["draft", "second"]
+    assert _earlier_texts(campaign, "DM", note) == ["draft", "second"]
+    assert _earlier_texts(campaign, "Thorin", note) == ["second"]
+    assert _earlier_texts(campaign, "Cassia", note) == []
+
+
+def test_a_revision_with_corrupt_visibility_fails_closed(campaign, owner):
+    from campaigns.models import TurnRevision
+    from campaigns.services.notes import note_update
+
+    note = make_turn(campaign, kind="gm_note", content="draft", visibility=None)
+    note_update(turn=note, user=owner, content="second")
+    TurnRevision.objects.update(visibility={"not": "a list"})
+
+    assert _earlier_texts(campaign, "Thorin", note) == []
+    assert _earlier_texts(campaign, "DM", note) == ["draft"]

@@ -105,8 +105,16 @@ def filled(campaign, owner):
         definition="A lord.",
         audience=None,
     )
+    from campaigns.services.experiments import participant_create
+    from campaigns.services.seats import invitation_create
+
+    participant_create(experiment=campaign, role="Seat")
+    invitation = invitation_create(
+        experiment=campaign, role="Seat", username="owner", invited_by=owner
+    )
     return {
         "{id}": str(campaign.pk),
+        "{iid}": str(invitation.pk),
         "{lid}": str(entry.pk),
         "{pid}": str(campaign.participants.get(role="DM").pk),
         "{role}": "DM",

@@ -5,6 +5,7 @@ from campaigns.api.serializers.experiments import (
     ExperimentCreateSerializer,
     ExperimentSerializer,
     ExperimentUpdateSerializer,
+    ParticipantCreatedSerializer,
     ParticipantCreateSerializer,
     ParticipantSerializer,
     ParticipantUpdateSerializer,
@@ -21,6 +22,12 @@ from campaigns.api.serializers.memory import (
     JobSerializer,
     RetrievalResultSerializer,
     SummarySerializer,
+)
+from campaigns.api.serializers.seats import (
+    InvitationAnswerSerializer,
+    InvitationCreateSerializer,
+    InvitationSerializer,
+    ReceivedInvitationSerializer,
 )
 from campaigns.api.serializers.transcripts import TRANSCRIPT_IMPORT_SCHEMA, TranscriptSerializer
 from campaigns.api.serializers.turns import (
@@ -39,13 +46,18 @@ __all__ = [
     "ExperimentCreateSerializer",
     "ExperimentSerializer",
     "ExperimentUpdateSerializer",
+    "InvitationAnswerSerializer",
+    "InvitationCreateSerializer",
+    "InvitationSerializer",
     "JobSerializer",
     "LoreCreateSerializer",
     "LoreSerializer",
     "LoreUpdateSerializer",
     "ParticipantCreateSerializer",
+    "ParticipantCreatedSerializer",
     "ParticipantSerializer",
     "ParticipantUpdateSerializer",
+    "ReceivedInvitationSerializer",
     "RetrievalResultSerializer",
     "RevealSerializer",
     "StrictSerializer",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -13,11 +12,11 @@ from campaigns.api.serializers.base import (
     StrictChoiceField,
     StrictFloatField,
     StrictIntegerField,
-    StrictPrimaryKeyField,
     StrictSerializer,
     round_field,
     text_field,
 )
+from campaigns.api.serializers.seats import InvitationSerializer
 from campaigns.models import Experiment, Participant
 from context_engine.llm.usage import MAX_OUTPUT_TOKENS_LIMIT, TEMPERATURE_MAX
 from context_engine.types import DEFAULT_BUDGETS, STRATEGIES
@@ -117,6 +116,16 @@ class ParticipantSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class ParticipantCreatedSerializer(ParticipantSerializer):
+    """A new participant, with the invitation its ``user`` became (null without one)."""
+
+    invitation = InvitationSerializer(source="shown_invitation", read_only=True, allow_null=True)
+
+    class Meta(ParticipantSerializer.Meta):
+        fields = [*ParticipantSerializer.Meta.fields, "invitation"]
+        read_only_fields = fields
+
+
 class ParticipantCreateSerializer(StrictSerializer):
     role = StrictCharField(max_length=64, trim_whitespace=False)
     kind = StrictChoiceField(
@@ -128,8 +137,17 @@ class ParticipantCreateSerializer(StrictSerializer):
     secret = text_field(required=False, default="")
     reveal_round = round_field(required=False, allow_null=True, default=None)
     order = StrictIntegerField(min_value=0, max_value=MAX_INT, required=False)
-    user = StrictPrimaryKeyField(
-        queryset=get_user_model().objects.all(), required=False, allow_null=True, default=None
+    user = StrictIntegerField(
+        min_value=1,
+        max_value=2**63 - 1,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text=(
+            "Offer this seat to a user (by id): an invitation they accept or decline "
+            "(`GET /api/invitations/`); the seat stays empty until they accept. The answer "
+            "is the same whether or not the id names a user."
+        ),
     )
     temperature = StrictFloatField(
         min_value=0.0,

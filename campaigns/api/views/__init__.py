@@ -18,12 +18,21 @@ from campaigns.api.views.holds import (
 from campaigns.api.views.jobs import RoundView, TaskSkipView, TaskView
 from campaigns.api.views.lore import LoreDetailView, LoreListView
 from campaigns.api.views.memory import CommandView, ContextView, SummaryListView
+from campaigns.api.views.seats import (
+    CampaignInvitationDetailView,
+    CampaignInvitationListView,
+    InvitationAcceptView,
+    InvitationDeclineView,
+    InvitationListView,
+)
 from campaigns.api.views.transcripts import ExportView, ImportView
 from campaigns.api.views.turns import TurnListView, TurnRevealView
 from campaigns.api.views.usage import UsageView
 
 __all__ = [
     "ArenaView",
+    "CampaignInvitationDetailView",
+    "CampaignInvitationListView",
     "CommandView",
     "ContextView",
     "ExperimentDetailView",
@@ -35,6 +44,9 @@ __all__ = [
     "HeldListView",
     "HeldPublishView",
     "ImportView",
+    "InvitationAcceptView",
+    "InvitationDeclineView",
+    "InvitationListView",
     "LoreDetailView",
     "LoreListView",
     "ObtainTokenView",

@@ -14,6 +14,7 @@ from campaigns.api.serializers import (
     ExperimentCreateSerializer,
     ExperimentSerializer,
     ExperimentUpdateSerializer,
+    ParticipantCreatedSerializer,
     ParticipantCreateSerializer,
     ParticipantSerializer,
     ParticipantUpdateSerializer,
@@ -24,9 +25,9 @@ from campaigns.services.experiments import (
     experiment_create,
     experiment_delete,
     experiment_update,
-    participant_create,
     participant_update_model,
 )
+from campaigns.services.seats import participant_add
 
 
 class ExperimentListView(ApiView):
@@ -103,16 +104,24 @@ class ParticipantListView(ApiView):
 
     @extend_schema(
         request=ParticipantCreateSerializer,
-        responses={201: ParticipantSerializer},
+        responses={201: ParticipantCreatedSerializer},
         examples=PARTICIPANT_EXAMPLES,
     )
     def post(self, request, id):
+        """Add a participant. With ``user`` the seat is offered to that user: the answer
+        carries a pending ``invitation`` (and ``user`` stays null) whether or not the id
+        names anyone; the user is seated only when they accept it."""
         access = get_experiment_for(request.user, id, write=True)
         data = validated(ParticipantCreateSerializer, request.data)
-        participant = participant_create(experiment=access.experiment, **data)
+        participant, invitation = participant_add(
+            experiment=access.experiment, invited_by=request.user, **data
+        )
         participant.shown_secret = participant.secret
         participant.shown_identity = participant.identity
-        return Response(ParticipantSerializer(participant).data, status=status.HTTP_201_CREATED)
+        participant.shown_invitation = invitation
+        return Response(
+            ParticipantCreatedSerializer(participant).data, status=status.HTTP_201_CREATED
+        )
 
 
 @extend_schema(

@@ -75,7 +75,6 @@ class TurnListView(ApiView):
         turn = human_turn_create(
             experiment=access.experiment,
             user=request.user,
-            open_round_only=not access.can_edit,
             **data,
         )
         return Response(TurnSerializer(turn).data, status=status.HTTP_201_CREATED)

@@ -147,7 +147,14 @@ def _composer(access, viewer, data=None):
         "round": access.experiment.current_round,
         "recipients": console_access.dm_recipients(access),
     }
-    return TurnForm(data, speaker=speaker, roles=roles, is_player=is_player, initial=initial)
+    return TurnForm(
+        data,
+        speaker=speaker,
+        roles=roles,
+        is_player=is_player,
+        moves_clock=access.can_edit,  # `turns.may_move_clock`: owner and staff
+        initial=initial,
+    )
 
 
 def _waiting(request, access, form) -> dict:
@@ -296,7 +303,6 @@ def turn_post(request, pk):
                 round=form.cleaned_data.get("round"),  # None: the open round
                 content=form.cleaned_data["content"],
                 hinge=bool(form.cleaned_data.get("hinge")),
-                open_round_only=not access.can_edit,  # the clock is the DM side's
                 **data,
             )
         except ValidationError as exc:

@@ -195,6 +195,11 @@ def dashboard(request):
     return page(
         request,
         "campaigns/console/dashboard.html",
-        {"rows": dashboard_rows(request.user)},
+        {
+            "rows": dashboard_rows(request.user),
+            # Seats offered to this user: the campaign's name, the seat and who offered
+            # it, and nothing else of the campaign until they accept.
+            "invitations": list(selectors.invitations_for_user(request.user)),
+        },
         partial="campaigns",
     )

@@ -29,7 +29,9 @@ def _notes(experiment, viewer):
         .order_by("-seq")
     )
     revisions: dict[int, list[TurnRevision]] = {}
-    for revision in TurnRevision.objects.filter(turn__in=[n.pk for n in notes]).order_by("id"):
+    for revision in selectors.turn_revisions_visible_to(
+        experiment=experiment, viewer=viewer, turn_ids=[n.pk for n in notes]
+    ):
         revisions.setdefault(revision.turn_id, []).append(revision)
     for note in notes:
         note.revision_list = revisions.get(note.pk, [])
@@ -48,7 +50,11 @@ def _note(access, viewer, tid) -> Turn:
     )
     if note is None:
         raise Http404("Note not found.")
-    note.revision_list = list(TurnRevision.objects.filter(turn=note).order_by("id"))
+    note.revision_list = list(
+        selectors.turn_revisions_visible_to(
+            experiment=access.experiment, viewer=viewer, turn_ids=[note.pk]
+        )
+    )
     return note
 
 
@@ -58,7 +64,9 @@ def _context(access, viewer, as_role, *, form=None):
     ctx["notes"] = _notes(access.experiment, viewer)
     ctx["can_write"] = writer
     ctx["form"] = form or (
-        NoteForm(initial={"round": access.experiment.current_round}) if writer else None
+        NoteForm(initial={"round": access.experiment.current_round}, moves_clock=access.can_edit)
+        if writer
+        else None
     )
     return ctx
 
@@ -78,14 +86,15 @@ def notes(request, pk):
         viewer, as_role = console_access.viewer_for(request, access)
         return page(request, TEMPLATE, _context(access, viewer, as_role), partial="notes")
     access = _writer(request, pk)
-    form = NoteForm(request.POST)
+    form = NoteForm(request.POST, moves_clock=access.can_edit)
     if form.is_valid():
         round_ = form.cleaned_data.get("round")
         try:
             note_create(
                 experiment=access.experiment,
+                user=request.user,
                 speaker=console_access.acting_role(access) or "",
-                round=access.experiment.current_round if round_ is None else round_,
+                round=round_,  # None: the open round
                 content=form.cleaned_data["content"],
             )
         except ValidationError as exc:

@@ -134,7 +134,6 @@ def whisper_post(request, pk):
                 experiment=access.experiment,
                 user=request.user,
                 content=form.cleaned_data["content"],
-                open_round_only=not access.can_edit,
                 **data,
             )
         except ValidationError as exc:

@@ -12,7 +12,7 @@ from django.utils import timezone
 from campaigns.models import Experiment, Job, Participant, RoundStep, Turn
 from campaigns.services.relay.common import HUMAN, _continue, _store_step_row
 from campaigns.services.relay.runner import _Round
-from campaigns.services.turns import turn_create
+from campaigns.services.turns import may_move_clock, turn_create
 
 
 def plays_seat(user, participant: Participant, experiment: Experiment) -> bool:
@@ -40,11 +40,14 @@ def waiting_for(experiment: Experiment) -> dict | None:
 
 
 def human_turn_create(*, experiment: Experiment, user, **fields) -> Turn:
-    """`turn_create` for a person (API, console): when the round waits for the role this
-    user plays and the turn goes into that round, the turn is that human's step, and the
-    round's continuation is dispatched after commit. Any other post is just a turn."""
+    """`turn_create` for a person (API, console): into the open round only unless ``user``
+    may move the clock (`may_move_clock`, the one rule for every path). When the round
+    waits for the role this user plays and the turn goes into that round, the turn is that
+    human's step, and the round's continuation is dispatched after commit. Any other post
+    is just a turn."""
+    open_round_only = not may_move_clock(user=user, experiment=experiment)
     with transaction.atomic():
-        turn = turn_create(experiment=experiment, **fields)
+        turn = turn_create(experiment=experiment, open_round_only=open_round_only, **fields)
         _human_acted(turn=turn, user=user)
     return turn
 

@@ -70,7 +70,7 @@ def test_unknown_as_role_is_a_400_naming_as(api, campaign, owner):
     assert "as" in response.json()
 
 
-def test_create_a_participant_linked_to_a_user(api, campaign, owner):
+def test_create_a_participant_offered_to_a_user_who_accepts(api, campaign, owner):
     linked = make_user("newcomer")
     body = {
         "role": "Brannoc",
@@ -90,12 +90,28 @@ def test_create_a_participant_linked_to_a_user(api, campaign, owner):
         "gemini-2.5-flash",
         "He sank the ferry.",
         5,
-        linked,
+        None,
     )
     assert stored.order == 3
     assert response.json()["secret"] == "He sank the ferry."
-    # The linked user now sees the experiment, as Brannoc.
+    invitation = response.json()["invitation"]
+    assert (invitation["role"], invitation["invitee"], invitation["status"]) == (
+        "Brannoc",
+        f"#{linked.pk}",
+        "pending",
+    )
+    # Not seated until they accept; then they see the experiment, as Brannoc.
+    assert api(linked).get(f"/api/experiments/{campaign.pk}/").status_code == 404
+    accepted = api(linked).post(f"/api/invitations/{invitation['id']}/accept/")
+    assert accepted.status_code == 200, accepted.json()
     assert api(linked).get(f"/api/experiments/{campaign.pk}/").status_code == 200
+    assert Participant.objects.get(pk=stored.pk).user == linked
+
+
+def test_a_participant_without_user_has_no_invitation(api, campaign, owner):
+    response = api(owner).post(url(campaign), {"role": "Brannoc"}, format="json")
+    assert response.status_code == 201
+    assert response.json()["invitation"] is None and response.json()["user"] is None
 
 
 @pytest.mark.parametrize(
@@ -107,7 +123,8 @@ def test_create_a_participant_linked_to_a_user(api, campaign, owner):
         ({"role": "!bad"}, "role"),
         ({"role": "X", "kind": "wizard"}, "kind"),
         ({"role": "X", "reveal_round": -1}, "reveal_round"),
-        ({"role": "X", "user": 987654}, "user"),
+        ({"role": "X", "user": 0}, "user"),
+        ({"role": "X", "user": "7"}, "user"),
         ({"role": "X", "colour": "red"}, "colour"),
     ],
 )

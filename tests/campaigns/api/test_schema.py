@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 pytestmark = pytest.mark.django_db
 
 SPEC_OPERATIONS = {
-    "/api/auth/token/": {"post"},
+    "/api/auth/token/": {"post", "delete"},
     "/api/experiments/": {"get", "post"},
     "/api/experiments/{id}/": {"get", "patch", "delete"},
     "/api/experiments/{id}/participants/": {"get", "post"},
@@ -36,6 +36,11 @@ SPEC_OPERATIONS = {
     "/api/experiments/{id}/facts/": {"get"},
     "/api/experiments/{id}/arena/": {"get", "post"},
     "/api/import/": {"post"},
+    "/api/experiments/{id}/invitations/": {"get", "post"},
+    "/api/experiments/{id}/invitations/{iid}/": {"delete"},
+    "/api/invitations/": {"get"},
+    "/api/invitations/{iid}/accept/": {"post"},
+    "/api/invitations/{iid}/decline/": {"post"},
 }
 HTTP_METHODS = {"get", "post", "put", "patch", "delete"}
 

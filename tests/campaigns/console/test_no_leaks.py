@@ -26,6 +26,8 @@ def player_urls(exp, role):
         reverse("console:memory", args=[pk]),
         reverse("console:usage", args=[pk]),
         reverse("console:usage", args=[pk]) + "?round=1",
+        reverse("console:seats", args=[pk]),
+        reverse("console:dashboard"),
         reverse("console:context", args=[pk, role]),
         reverse("console:context", args=[pk, role]) + "?input=ledger+trapdoor+doubt",
     ]
