@@ -101,14 +101,16 @@ def turns_visible_to(*, experiment: Experiment | int, viewer: Viewer) -> QuerySe
 def _turn_rule(viewer: Viewer) -> Q:
     """The turn-visibility condition for one viewer (the SQL half of the rules)."""
     published = Q() if viewer.reviews_held else Q(held_at__isnull=True)
+    return published & _audience_rule(viewer)
+
+
+def _audience_rule(viewer: Viewer) -> Q:
+    """Who reads a text by its stored visibility and kind (turns, and revisions, which
+    keep their turn's visibility and kind as they were)."""
     if viewer.omniscient:
-        return published
+        return Q()
     # A monologue is its speaker's alone, whatever its stored visibility says.
-    return (
-        published
-        & _readable("visibility", viewer)
-        & (~Q(kind=Turn.Kind.MONOLOGUE) | Q(speaker=viewer.role))
-    )
+    return _readable("visibility", viewer) & (~Q(kind=Turn.Kind.MONOLOGUE) | Q(speaker=viewer.role))
 
 
 def held_turns_visible_to(*, experiment: Experiment | int, viewer: Viewer) -> QuerySet[Turn]:
@@ -208,7 +210,7 @@ def turn_revisions_visible_to(
             action=TurnRevision.Action.EDIT,
             turn__in=readable_turns.values("pk"),
         )
-        .filter(_turn_rule(viewer))
+        .filter(_audience_rule(viewer))
         .select_related("user")
         .order_by("id")
     )

@@ -87,7 +87,7 @@ class HeldEditView(ApiView):
 
 @extend_schema(parameters=[EXPERIMENT_ID, TURN_ID])
 class HeldDiscardView(ApiView):
-    serializer_class = None
+    serializer_class = HeldTurnSerializer  # what OPTIONS describes; the answer is a 204
 
     @extend_schema(request=None, responses={204: None})
     def post(self, request, id, tid):
