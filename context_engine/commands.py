@@ -47,8 +47,9 @@ class Cut:
     @property
     def reason(self) -> str:
         if self.command == "checkpoint":
-            return f"covered by the digest since /checkpoint at seq {self.seq}"
-        return f"dropped by /clear at seq {self.seq} (not in the digest)"
+            return f"covered by the digest since /checkpoint in round {self.round}"
+        # Never the seq: it counts every turn of the campaign, hidden ones too.
+        return f"dropped by /clear in round {self.round} (not in the digest)"
 
 
 def command_cut(events: tuple[ContextEventView, ...]) -> Cut | None:

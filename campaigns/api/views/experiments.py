@@ -94,6 +94,8 @@ class ParticipantListView(ApiView):
                 participant=participant, viewer=viewer, round_now=round_now
             )
             participant.shown_secret = participant.secret if readable else None
+            # When another's secret opens says that they hold one: hidden like the secret.
+            participant.shown_reveal_round = participant.reveal_round if readable else None
             participant.shown_identity = (
                 participant.identity
                 if selectors.identity_readable(participant=participant, viewer=viewer)
@@ -111,6 +113,7 @@ class ParticipantListView(ApiView):
         data = validated(ParticipantCreateSerializer, request.data)
         participant = participant_create(experiment=access.experiment, **data)
         participant.shown_secret = participant.secret
+        participant.shown_reveal_round = participant.reveal_round
         participant.shown_identity = participant.identity
         return Response(ParticipantSerializer(participant).data, status=status.HTTP_201_CREATED)
 
@@ -138,5 +141,6 @@ class ParticipantDetailView(ApiView):
         changes = validated(ParticipantUpdateSerializer, request.data)
         participant = participant_update_model(participant=participant, **changes)
         participant.shown_secret = participant.secret
+        participant.shown_reveal_round = participant.reveal_round
         participant.shown_identity = participant.identity
         return Response(ParticipantSerializer(participant).data)

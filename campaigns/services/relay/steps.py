@@ -16,6 +16,8 @@ from campaigns.models import Experiment, Job, Participant, RoundStep, Turn
 from campaigns.reads.adapters import llm_settings
 from campaigns.services.context import pack_for_role
 from campaigns.services.relay.common import (
+    HUMAN,
+    HUMAN_ANSWERS,
     RETRY_ATTEMPTS,
     ProgressCallback,
     _describe,
@@ -126,6 +128,9 @@ class _Steps:
         return True
 
     def _step(self, step: Step, participant: Participant) -> None:
+        if step.kind == ANSWER and participant.model == HUMAN:
+            self._commit(step, participant, RoundStep.Status.SKIPPED, reason=HUMAN_ANSWERS)
+            return
         if step.kind == ANSWER and not step.whisperers:
             self._commit(
                 step, participant, RoundStep.Status.SKIPPED, reason="no whispers to answer"
