@@ -83,10 +83,9 @@ def reading_viewer(access: Access, as_role: str | None) -> Viewer:
 
 def get_lore_for(access: Access, viewer: Viewer, lid: object) -> LoreEntry:
     """A lore entry of the experiment that ``viewer`` may read, else 404."""
-    entry = (
-        selectors.lore_visible_to(experiment=access.experiment, viewer=viewer)
-        .filter(pk=parse_id(lid, what="Lore entry"))
-        .first()
+    # A reader who does not read everything knows entries by position (`shown_lore`).
+    entry = selectors.lore_at(
+        experiment=access.experiment, viewer=viewer, shown_id=parse_id(lid, what="Lore entry")
     )
     if entry is None:
         raise NotFound("Lore entry not found.")

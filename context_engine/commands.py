@@ -47,8 +47,10 @@ class Cut:
     @property
     def reason(self) -> str:
         if self.command == "checkpoint":
-            return f"covered by the digest since /checkpoint at seq {self.seq}"
-        return f"dropped by /clear at seq {self.seq} (not in the digest)"
+            return "covered by the digest since the last /checkpoint"
+        # No seq or round: the command's seq counts every turn of the campaign, hidden
+        # ones too, and its round is the newest of any turn's.
+        return "dropped by the last /clear (not in the digest)"
 
 
 def command_cut(events: tuple[ContextEventView, ...]) -> Cut | None:

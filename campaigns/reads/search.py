@@ -91,46 +91,76 @@ def search_turn_query(
 def _pg_search(key, viewer, before_round, limit, columns) -> Precompiled:
     """Newest readable matches, bounded on PostgreSQL (a GIN index cannot order by seq).
 
-    Without ``before_round``: the newest ``scan_limit`` matches (`_PG_MATCHES`), then the
-    visibility filter. With it, two tiers in one statement: the matches of the last
-    `RECENT_SEARCH_ROUNDS` rounds before ``before_round`` (with fresh statistics, a
-    BitmapAnd of the GIN index and the (experiment, round, seq) btree, so only those rows'
-    heap pages are read, whatever the history length), and — only when that gave fewer
-    than ``limit`` readable rows (a one-time filter: otherwise never executed) — the
-    older rounds. The caller takes the newest ``limit`` of the union: exactly the newest
-    ``limit`` readable matches the single query would give, visibility applied to both
-    tiers by the same selector-built SQL.
+    Without ``before_round``: the newest readable matches (`_exact`). With it, two tiers
+    in one statement: the matches of the last `RECENT_SEARCH_ROUNDS` rounds before
+    ``before_round`` (with fresh statistics, a BitmapAnd of the GIN index and the
+    (experiment, round, seq) btree, so only those rows' heap pages are read, whatever the
+    history length), and — only when that gave fewer than ``limit`` readable rows (a
+    one-time filter: otherwise never executed) — the older rounds. The caller takes the
+    newest ``limit`` of the union: exactly the newest ``limit`` readable matches the
+    single query would give, visibility applied to both tiers by the same selector-built
+    SQL.
     """
-    from django.db.models.expressions import RawSQL
 
-    def tier(slots, round_from, round_to):
-        matches = [slots.int("experiment"), slots.str("query"), round_from, round_to]
-        matching = selectors.turns_visible_to(
-            experiment=slots.int("experiment"), viewer=slot_viewer(slots, viewer)
-        ).filter(RawSQL(_PG_MATCHES, [*matches, slots.int("scan_limit")], BooleanField()))
-        return matching.order_by("-seq").values_list(*columns)[:limit]
-
-    def everything(slots):
+    def everything(slots, n):
         if before_round is None:
-            return tier(slots, 0, slots.int("cap"))
-        return tier(slots, 0, slots.int("recent_from"))
+            return _tier(slots, viewer, columns, limit, 0, slots.int("cap"), n)
+        return _tier(slots, viewer, columns, limit, 0, slots.int("recent_from"), n)
 
-    older = compile_once(("older", *key), everything)
+    older = _exact(("older", *key), everything, limit)
     if before_round is None:
         return older
 
-    def recent(slots):
-        return tier(slots, slots.int("recent_from"), slots.int("before_round"))
+    def recent(slots, n):
+        return _tier(
+            slots, viewer, columns, limit, slots.int("recent_from"), slots.int("before_round"), n
+        )
 
     found = _joined.get(key)
     if found is None:
-        first = compile_once(("recent", *key), recent)
+        first = _exact(("recent", *key), recent, limit)
         sql = (
             f"WITH recent AS MATERIALIZED ({first.sql}) SELECT * FROM recent UNION ALL "
             f"SELECT * FROM ({older.sql}) AS older WHERE (SELECT count(*) FROM recent) < "
             f"{int(limit)}"
         )
         found = _joined[key] = Precompiled(sql, (*first.params, *older.params), first.columns)
+    return found
+
+
+def _tier(slots, viewer, columns, limit, round_from, round_to, n):
+    """The newest ``limit`` readable turns among the newest ``n`` matches in the rounds."""
+    from django.db.models.expressions import RawSQL
+
+    matches = [slots.int("experiment"), slots.str("query"), round_from, round_to, n]
+    matching = selectors.turns_visible_to(
+        experiment=slots.int("experiment"), viewer=slot_viewer(slots, viewer)
+    ).filter(RawSQL(_PG_MATCHES, matches, BooleanField()))
+    return matching.order_by("-seq").values_list(*columns)[:limit]
+
+
+def _exact(key, build, limit: int) -> Precompiled:
+    """``build`` over the newest ``scan_limit`` matches, and over all of them when those
+    held fewer than ``limit`` readable turns: visibility is applied before any limit that
+    could drop a readable match. (Hidden matches — 510 GM notes using a word — must not
+    push a player's own turn out of the newest ``scan_limit``.) Exactly one branch gives
+    rows; the unbounded one runs only when the bounded one fell short, and then costs
+    little unless many matches are unreadable."""
+    found = _joined.get(("exact", *key))
+    if found is None:
+        bounded = compile_once(
+            ("bounded", *key), lambda slots: build(slots, slots.int("scan_limit"))
+        )
+        unbounded = compile_once(("unbounded", *key), lambda slots: build(slots, slots.int("cap")))
+        short = f"(SELECT count(*) FROM bounded_hits) < {int(limit)}"
+        sql = (
+            f"WITH bounded_hits AS MATERIALIZED ({bounded.sql}) SELECT * FROM bounded_hits "
+            f"WHERE NOT {short} UNION ALL SELECT * FROM ({unbounded.sql}) AS all_hits "
+            f"WHERE {short}"
+        )
+        found = _joined[("exact", *key)] = Precompiled(
+            sql, (*bounded.params, *unbounded.params), bounded.columns
+        )
     return found
 
 

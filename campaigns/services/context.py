@@ -23,6 +23,8 @@ has changed since the same pack was built.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from campaigns.models import ContextEvent, Experiment, Participant
 from campaigns.reads import adapters, packs, search, selectors
 from campaigns.reads.precompiled import Query, compile_once, json_value, run_all
@@ -58,11 +60,23 @@ def pack_for_role(
         )
     return pack_cache.get_or_build(
         experiment_id=experiment_id,
-        role=role,
-        input_text=input_text,
-        build=lambda: build_pack(
-            pack_input_for_role(experiment=experiment_id, role=role, input_text=input_text)
-        ),
+        pack_input=pack_input_for_role(experiment=experiment_id, role=role, input_text=input_text),
+        build=build_pack,
+    )
+
+
+def _as_read_by(participant: ParticipantView, viewer: Viewer, round_now: int) -> ParticipantView:
+    """Another participant as ``viewer`` may read them: no identity, and a secret (with
+    its reveal round) only once it is revealed. The engine would not show them anyway,
+    but the pack cache is keyed by the input: it must hold only what the role reads."""
+    if participant.role == viewer.role:
+        return participant
+    secret_shown = participant.reveal_round is not None and round_now > participant.reveal_round
+    return replace(
+        participant,
+        identity="",
+        secret=participant.secret if secret_shown else "",
+        reveal_round=participant.reveal_round if secret_shown else None,
     )
 
 
@@ -92,6 +106,8 @@ def pack_input_for_role(
     )
     dm_roles = tuple(sorted(p.role for p in participants if p.kind == Participant.Kind.DM))
     dm_roles = dm_roles or ("DM",)
+    if not viewer.omniscient:
+        participants = [_as_read_by(p, viewer, current_round) for p in participants]
     config = adapters.pack_config_from(json_value(config_raw))
     events = tuple(adapters.event_view_row(row) for row in reversed(event_rows))
     needs = history_needs(config, current_round, events)

@@ -1,32 +1,28 @@
-"""A per-process cache of built packs, keyed so that no write can leave a stale one.
+"""A per-process cache of built packs, keyed by everything the pack is built from.
 
-A pack is a pure function of what the loader reads. The key holds the experiment, the
-role, the input, and a stamp read in one indexed query before every lookup:
-`Experiment.pack_version` (a fresh random value after *every* write to turns, lore,
-summaries, participants, the world state, context events, visibility changes or the
-experiment's own hook/rules/config/clock — kept by database triggers, see migration
-0009, so the admin, `QuerySet.update()` and bulk inserts are covered too), and, spelled
-out, the campaign clock (`current_round`), the newest turn seq, the config and the
-newest digest id. Nothing is ever invalidated by hand: a write changes
-the stamp and the old entry is simply never asked for again (LRU-evicted).
+A pack is a pure function of its `PackInput` — what the loader read for one role: the
+turns, lore, digests, events, clock and config *that role* may read. The key is that
+input itself (with the experiment and the role), so no write can leave a stale entry
+and nothing is ever invalidated by hand: a write that changes what the role reads
+changes the input, and the old entry is simply never asked for again (LRU-evicted).
+
+The key must depend only on what the role can read (issue 23, finding 5). A stamp of
+the whole experiment (`Experiment.pack_version`, changed by every write) made a
+player's own pack rebuild — measurably slower — after a GM note or a whisper between
+others, which told them a hidden write had happened. Keyed by the input, a hidden
+write costs the player's pack nothing but the load every call already pays.
 
 Per process, so every worker (gunicorn, Celery) and every caller of `pack_for_role` —
-the API, the console's context meters, the relay — shares it without a network hop; the
-database stamp makes it correct across processes.
+the API, the console's context meters, the relay — shares it without a network hop.
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
-from django.db.models import OuterRef, Subquery
-
-from campaigns.models import Experiment, Summary, Turn
-from campaigns.reads.precompiled import compile_once
-from context_engine.types import Pack
+from context_engine.types import Pack, PackInput
 
 MAX_ENTRIES = 1024
 
@@ -35,49 +31,22 @@ _entries: OrderedDict[tuple, Pack] = OrderedDict()
 stats = {"hits": 0, "misses": 0}
 
 
-def _newest(model, field: str):
-    """Newest ``field`` of the experiment's rows: one index seek (not an aggregate scan)."""
-    return Subquery(
-        model.objects.filter(experiment_id=OuterRef("pk")).order_by(f"-{field}").values(field)[:1]
-    )
-
-
-def stamp(experiment_id: int) -> tuple | None:
-    """What a pack of this experiment depends on, in one query (None: no experiment)."""
-
-    def build(slots):
-        return (
-            Experiment.objects.filter(pk=slots.int("experiment"))
-            .annotate(
-                last_seq=_newest(Turn, "seq"),
-                last_summary=_newest(Summary, "id"),
-            )
-            .order_by()
-            .values_list(
-                "pack_version", "current_round", "config", "last_seq", "last_summary",
-            )
-        )  # fmt: skip
-
-    rows = compile_once(("pack-stamp",), build).rows(experiment=experiment_id)
-    return tuple(str(value) for value in rows[0]) if rows else None
-
-
 def get_or_build(
-    *, experiment_id: int, role: str, input_text: str, build: Callable[[], Pack]
+    *, experiment_id: int, pack_input: PackInput, build: Callable[[PackInput], Pack]
 ) -> Pack:
-    """The cached pack for this key, or ``build()`` stored under it."""
-    current = stamp(experiment_id)
-    if current is None:  # let the loader raise its usual error
-        return build()
-    digest = hashlib.sha256(input_text.encode("utf-8", "surrogatepass")).hexdigest()
-    key = (experiment_id, role, digest, current)
+    """The cached pack for this input, or ``build(pack_input)`` stored under it."""
+    try:
+        key = (experiment_id, pack_input.role, pack_input)
+        hash(key)
+    except TypeError:  # pragma: no cover - an unhashable input: build, never guess a key
+        return build(pack_input)
     with _lock:
         pack = _entries.get(key)
         if pack is not None:
             _entries.move_to_end(key)
             stats["hits"] += 1
             return pack
-    pack = build()
+    pack = build(pack_input)
     with _lock:
         stats["misses"] += 1
         _entries[key] = pack

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.campaigns.api.conftest import client_for
+from tests.campaigns.console.conftest import as_user  # noqa: F401 (the console client fixture)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from campaigns.models import LoreEntry, Turn
+from campaigns.models import LoreEntry
 from campaigns.reads import selectors
 from campaigns.services.context import pack_for_role
 from campaigns.services.experiments import experiment_create, participant_create
@@ -154,7 +154,13 @@ def test_a_players_posts_change_only_what_they_address(
             response = api.post(f"/api/experiments/{experiment.pk}/turns/", body, format="json")
             assert response.status_code in (201, 400, 403), response.content
             if response.status_code == 201:
-                accepted.append(Turn.objects.get(pk=response.json()["id"]))
+                # The id a player is shown is the turn's position in their own stream.
+                thorin = selectors.viewer_for_role(experiment=experiment, role="Thorin")
+                accepted.append(
+                    selectors.turn_at_position(
+                        experiment=experiment, viewer=thorin, position=response.json()["id"]
+                    )
+                )
 
     experiment.refresh_from_db()
     assert experiment.current_round == clock

@@ -91,11 +91,15 @@ class ExperimentUpdateSerializer(StrictSerializer):
 
 
 class ParticipantSerializer(serializers.ModelSerializer):
-    """``secret`` and ``identity`` are null unless the reader is entitled to them; the view
-    sets ``shown_secret`` / ``shown_identity`` from the selectors before rendering."""
+    """``secret``, ``reveal_round`` and ``identity`` are null unless the reader is entitled
+    to them; the view sets ``shown_secret`` / ``shown_reveal_round`` / ``shown_identity``
+    from the selectors before rendering."""
 
     secret = serializers.CharField(source="shown_secret", allow_null=True, read_only=True)
     identity = serializers.CharField(source="shown_identity", allow_null=True, read_only=True)
+    reveal_round = serializers.IntegerField(
+        source="shown_reveal_round", allow_null=True, read_only=True
+    )
 
     class Meta:
         model = Participant

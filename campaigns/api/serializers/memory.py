@@ -14,13 +14,20 @@ from campaigns.models import ContextEvent, Job, Summary
 
 
 class SummarySerializer(serializers.ModelSerializer):
-    audience = RoleListOutField(read_only=True)
+    """Numbers as the reader is shown them (`selectors.shown_summaries`): positions in
+    their own readable summaries and turns unless they read everything."""
+
+    id = serializers.IntegerField(source="shown_id", read_only=True)
+    covered_seq = serializers.IntegerField(source="shown_covered_seq", read_only=True)
+    audience = RoleListOutField(source="shown_audience", read_only=True)
     sections = serializers.ListField(
         child=serializers.ListField(child=serializers.CharField()),
         read_only=True,
         help_text="[[heading, body], …]",
     )
-    source_turn_ids = serializers.ListField(child=serializers.IntegerField(), read_only=True)
+    source_turn_ids = serializers.ListField(
+        child=serializers.IntegerField(), source="shown_source_ids", read_only=True
+    )
 
     class Meta:
         model = Summary

@@ -19,6 +19,12 @@ from campaigns.models import Turn, VisibilityChange
 
 
 class TurnSerializer(serializers.ModelSerializer):
+    """``id`` and ``seq`` are what the reader is shown (`selectors.shown_turns`): for a
+    reader who does not read everything, both are the turn's position in their own
+    readable stream (global counters would count the turns hidden from them)."""
+
+    id = serializers.IntegerField(source="shown_id", read_only=True)
+    seq = serializers.IntegerField(source="shown_seq", read_only=True)
     visibility = RoleListOutField(read_only=True)
     tags = serializers.ListField(child=serializers.CharField(), read_only=True)
     held = serializers.BooleanField(

@@ -95,6 +95,8 @@ class ParticipantListView(ApiView):
                 participant=participant, viewer=viewer, round_now=round_now
             )
             participant.shown_secret = participant.secret if readable else None
+            # When another's secret opens says that they hold one: hidden like the secret.
+            participant.shown_reveal_round = participant.reveal_round if readable else None
             participant.shown_identity = (
                 participant.identity
                 if selectors.identity_readable(participant=participant, viewer=viewer)
@@ -117,6 +119,7 @@ class ParticipantListView(ApiView):
             experiment=access.experiment, invited_by=request.user, **data
         )
         participant.shown_secret = participant.secret
+        participant.shown_reveal_round = participant.reveal_round
         participant.shown_identity = participant.identity
         participant.shown_invitation = invitation
         return Response(
@@ -147,5 +150,6 @@ class ParticipantDetailView(ApiView):
         changes = validated(ParticipantUpdateSerializer, request.data)
         participant = participant_update_model(participant=participant, **changes)
         participant.shown_secret = participant.secret
+        participant.shown_reveal_round = participant.reveal_round
         participant.shown_identity = participant.identity
         return Response(ParticipantSerializer(participant).data)

@@ -27,7 +27,9 @@ class LoreListView(ApiView):
         access = get_experiment_for(request.user, id)
         viewer = reading_viewer(access, request.query_params.get("as"))
         entries = selectors.lore_visible_to(experiment=access.experiment, viewer=viewer)
-        return self.paginated(entries.order_by("term", "id"), LoreSerializer)
+        page = self.paginate_queryset(entries.order_by("term", "id"))
+        page = selectors.shown_lore(experiment=access.experiment, viewer=viewer, entries=page)
+        return self.get_paginated_response(LoreSerializer(page, many=True).data)
 
     @extend_schema(
         request=LoreCreateSerializer, responses={201: LoreSerializer}, examples=LORE_EXAMPLES
@@ -37,6 +39,7 @@ class LoreListView(ApiView):
         access = get_experiment_for(request.user, id, write=True)
         data = validated(LoreCreateSerializer, request.data)
         entry = lore_create(experiment=access.experiment, user=request.user, **data)
+        entry.shown_id = entry.pk  # editors read everything: the real id
         return Response(LoreSerializer(entry).data, status=status.HTTP_201_CREATED)
 
 
@@ -48,7 +51,10 @@ class LoreDetailView(ApiView):
     def get(self, request, id, lid):
         access = get_experiment_for(request.user, id)
         viewer = reading_viewer(access, request.query_params.get("as"))
-        return Response(LoreSerializer(get_lore_for(access, viewer, lid)).data)
+        (entry,) = selectors.shown_lore(
+            experiment=access.experiment, viewer=viewer, entries=[get_lore_for(access, viewer, lid)]
+        )
+        return Response(LoreSerializer(entry).data)
 
     @extend_schema(request=LoreUpdateSerializer, responses=LoreSerializer)
     def patch(self, request, id, lid):
@@ -57,4 +63,5 @@ class LoreDetailView(ApiView):
         entry = get_lore_for(access, access.viewer, lid)
         changes = validated(LoreUpdateSerializer, request.data)
         entry = lore_update(entry=entry, user=request.user, **changes)
+        entry.shown_id = entry.pk  # editors read everything: the real id
         return Response(LoreSerializer(entry).data)

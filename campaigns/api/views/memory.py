@@ -25,6 +25,7 @@ from campaigns.api.serializers import (
 )
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
 from campaigns.reads import selectors
+from campaigns.reads.numbering import pack_shown_to
 from campaigns.services.context import pack_for_role
 from campaigns.services.memory import run_command
 from campaigns.services.memory.retrieval import RETRIEVAL_COMMANDS, retrieval_run
@@ -41,9 +42,11 @@ class SummaryListView(ApiView):
         access = get_experiment_for(request.user, id)
         viewer = reading_viewer(access, request.query_params.get("as"))
         summaries = selectors.summaries_visible_to(experiment=access.experiment, viewer=viewer)
-        return self.paginated(
-            summaries.order_by("kind", "audience_key", "-version", "id"), SummarySerializer
+        page = self.paginate_queryset(summaries.order_by("kind", "audience_key", "-version", "id"))
+        page = selectors.shown_summaries(
+            experiment=access.experiment, viewer=viewer, summaries=page
         )
+        return self.get_paginated_response(SummarySerializer(page, many=True).data)
 
 
 @extend_schema(
@@ -84,6 +87,7 @@ class ContextView(ApiView):
             role=role,
             input_text=request.query_params.get("input", ""),
         )
+        pack = pack_shown_to(experiment=access.experiment, viewer=access.viewer, pack=pack)
         return Response(pack_to_dict(pack, debug=debug == "true"))
 
 

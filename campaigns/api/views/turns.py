@@ -61,7 +61,9 @@ class TurnListView(ApiView):
             },
         )
         turns = selectors.turns_visible_to(experiment=access.experiment, viewer=viewer)
-        return self.paginated(turns.filter(**filters).order_by("seq"), TurnSerializer)
+        page = self.paginate_queryset(turns.filter(**filters).order_by("seq"))
+        page = selectors.shown_turns(experiment=access.experiment, viewer=viewer, turns=page)
+        return self.get_paginated_response(TurnSerializer(page, many=True).data)
 
     @extend_schema(
         request=TurnCreateSerializer, responses={201: TurnSerializer}, examples=TURN_EXAMPLES
@@ -76,6 +78,9 @@ class TurnListView(ApiView):
             experiment=access.experiment,
             user=request.user,
             **data,
+        )
+        (turn,) = selectors.shown_turns(
+            experiment=access.experiment, viewer=access.viewer, turns=[turn]
         )
         return Response(TurnSerializer(turn).data, status=status.HTTP_201_CREATED)
 

@@ -109,7 +109,12 @@ def timeline(*, experiment, viewer, params) -> dict:
     if speaker:
         turns = turns.filter(speaker=speaker)
         filters["speaker"] = speaker
+    # ``before`` is a number the reader was shown: for one who does not read everything,
+    # a position in their own stream (`selectors.turn_positions`), turned back into a seq.
     before = _int(params.get("before"))
+    if before and selectors.numbers_are_positions(viewer):
+        at = selectors.turn_at_position(experiment=experiment, viewer=viewer, position=before)
+        before = at.seq if at is not None else None
     page_turns = turns.filter(seq__lt=before) if before else turns
     rows = list(page_turns.order_by("-seq")[: PAGE_SIZE + 1])
     more = len(rows) > PAGE_SIZE
@@ -120,10 +125,11 @@ def timeline(*, experiment, viewer, params) -> dict:
         experiment=experiment, viewer=viewer, filters=filters, low=low, high=before
     )
     items = sorted([*rows, *stubs], key=lambda item: item.seq) if stubs else rows
+    rows = selectors.shown_turns(experiment=experiment, viewer=viewer, turns=rows)
     return {
         "turns": items,
         "more": more,
-        "earliest_seq": rows[0].seq if rows else None,
+        "earliest_seq": rows[0].shown_seq if rows else None,
         "filters": filters,
         "kinds": Turn.Kind.choices,
     }
@@ -221,6 +227,10 @@ def _round_status(access, viewer, ctx) -> dict:
         .values_list("seq", flat=True)
         .first()
     )
+    if newest is not None:  # as the reader is shown it: a global seq counts hidden turns
+        newest = selectors.turn_positions(
+            experiment=access.experiment, viewer=viewer, seqs=[newest]
+        )[newest]
     waiting = ctx.get("waiting") or {}
     key = "|".join(
         str(part)
@@ -467,6 +477,7 @@ def turn_reveal_post(request, pk, tid):
     if not form.errors and not request.htmx:
         return redirect("console:campaign", pk=access.experiment.pk)
     turn.refresh_from_db()
+    turn.shown_seq = turn.seq  # an editor reads everything: the real seq
     ctx = {"turn": turn, "can_edit": True, "speakers": roles, "experiment": access.experiment}
     if form.errors:
         ctx["reveal_form"] = form

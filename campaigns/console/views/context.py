@@ -16,6 +16,7 @@ from campaigns.console import access as console_access
 from campaigns.console.forms import InspectorForm
 from campaigns.console.views.base import campaign_context, login_required, page
 from campaigns.models import LoreEntry
+from campaigns.reads.numbering import pack_as_shown, pack_refs, shown_refs
 from campaigns.services.context import pack_for_role
 from campaigns.services.memory.retrieval import pin_reasons
 from context_engine.render import to_genai, to_openai_messages
@@ -234,11 +235,23 @@ def inspector(request, pk, role):
     if other:
         other_pack = pack_for_role(experiment=access.experiment, role=other, input_text=input_text)
     terms = _lore_terms(access, [pack, other_pack])
+    pins = pin_reasons(experiment_id=access.experiment.pk, role=role)
+    other_pins = pin_reasons(experiment_id=access.experiment.pk, role=other) if other else {}
+    # References as this reader is shown them: positions in their own stream, not ids.
+    shown = shown_refs(
+        experiment=access.experiment,
+        viewer=access.viewer,
+        refs={*pack_refs(pack), *(pack_refs(other_pack) if other_pack else ()), *pins, *other_pins},
+    )
+    pack = pack_as_shown(pack, shown)
+    other_pack = pack_as_shown(other_pack, shown) if other_pack is not None else None
+    terms = {shown.get(ref, ref): term for ref, term in terms.items()}
+    pins = {shown.get(ref, ref): why for ref, why in pins.items()}
+    other_pins = {shown.get(ref, ref): why for ref, why in other_pins.items()}
     ctx = campaign_context(access, access.viewer, active="console:context")
-    ctx.update(inspect(pack, terms, pin_reasons(experiment_id=access.experiment.pk, role=role)))
+    ctx.update(inspect(pack, terms, pins))
     ctx.update({"role": role, "form": form, "roles": console_access.roles_of(access)})
     if other_pack is not None:
-        other_pins = pin_reasons(experiment_id=access.experiment.pk, role=other)
         ctx["other"] = {
             "role": other,
             **inspect(other_pack, terms, other_pins),

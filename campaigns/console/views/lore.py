@@ -63,7 +63,10 @@ def _entries(experiment, viewer, params):
     entries = entries.order_by(*order).prefetch_related(
         Prefetch("source_turns", queryset=sources, to_attr="visible_sources")
     )
-    return list(entries[:PAGE_LIMIT]), {"tab": tab, "q": q, "sort": sort}
+    entries = selectors.shown_lore(
+        experiment=experiment, viewer=viewer, entries=entries[:PAGE_LIMIT]
+    )
+    return entries, {"tab": tab, "q": q, "sort": sort}
 
 
 def _context(access, viewer, as_role, params, *, create_form=None, merge_form=None, bulk_form=None):
@@ -124,6 +127,7 @@ def _entry_context(access, entry, *, form=None):
     ctx = campaign_context(access, access.viewer, active="console:lore")
     sources = selectors.turns_visible_to(experiment=access.experiment, viewer=access.viewer)
     entry.visible_sources = list(sources.filter(lore_entries=entry).only("id", "seq", "round"))
+    selectors.shown_lore(experiment=access.experiment, viewer=access.viewer, entries=[entry])
     ctx["entry"] = entry
     ctx["editor"] = access.can_edit
     ctx["entry_form"] = form
@@ -197,6 +201,7 @@ def entry_history(request, pk, lid):
     viewer, as_role = console_access.viewer_for(request, access)
     entry = console_access.get_lore_for(access, viewer, lid)
     ctx = campaign_context(access, viewer, as_role=as_role, active="console:lore")
+    selectors.shown_lore(experiment=access.experiment, viewer=viewer, entries=[entry])
     ctx["entry"] = entry
     ctx["revisions"] = revision_rows(entry)
     return page(request, "campaigns/console/lore_history.html", ctx, partial="history")

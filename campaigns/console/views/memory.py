@@ -37,10 +37,13 @@ def digest_lines(experiment, viewer) -> list[Line]:
         .order_by("kind", "audience_key", "-version")
         .defer("source_turn_ids")
     )
+    summaries = selectors.shown_summaries(
+        experiment=experiment, viewer=viewer, summaries=summaries, sources=False
+    )
     for summary in summaries:
         line = lines.setdefault(
             (summary.kind, summary.audience_key),
-            Line(kind=summary.kind, audience=summary.audience, key=summary.audience_key),
+            Line(kind=summary.kind, audience=summary.shown_audience, key=summary.audience_key),
         )
         line.versions.append(summary)
     return list(lines.values())
@@ -51,11 +54,9 @@ def _summary(access, viewer, sid) -> Summary:
         summary_id = parse_id(sid, what="Digest")
     except Exception:
         raise Http404("Digest not found.") from None
-    summary = (
-        selectors.summaries_visible_to(experiment=access.experiment, viewer=viewer)
-        .filter(pk=summary_id)
-        .first()
-    )
+    # ``sid`` is the number the reader was shown (`selectors.shown_summaries`).
+    readable = selectors.summaries_visible_to(experiment=access.experiment, viewer=viewer)
+    summary = selectors.row_at_position(readable, viewer, summary_id)
     if summary is None:
         raise Http404("Digest not found.")
     return summary

@@ -35,7 +35,7 @@ def _notes(experiment, viewer):
         revisions.setdefault(revision.turn_id, []).append(revision)
     for note in notes:
         note.revision_list = revisions.get(note.pk, [])
-    return notes
+    return selectors.shown_turns(experiment=experiment, viewer=viewer, turns=notes)
 
 
 def _note(access, viewer, tid) -> Turn:
@@ -43,18 +43,26 @@ def _note(access, viewer, tid) -> Turn:
         note_id = parse_id(tid, what="Note")
     except Exception:
         raise Http404("Note not found.") from None
-    note = (
-        selectors.turns_visible_to(experiment=access.experiment, viewer=viewer)
-        .filter(kind=Turn.Kind.GM_NOTE, pk=note_id)
-        .first()
-    )
-    if note is None:
+    # ``tid`` is the number the reader was shown (`selectors.shown_turns`): the id for
+    # an omniscient reader, else the note's position in the reader's own stream.
+    if selectors.numbers_are_positions(viewer):
+        note = selectors.turn_at_position(
+            experiment=access.experiment, viewer=viewer, position=note_id
+        )
+    else:
+        note = (
+            selectors.turns_visible_to(experiment=access.experiment, viewer=viewer)
+            .filter(pk=note_id)
+            .first()
+        )
+    if note is None or note.kind != Turn.Kind.GM_NOTE:
         raise Http404("Note not found.")
     note.revision_list = list(
         selectors.turn_revisions_visible_to(
             experiment=access.experiment, viewer=viewer, turn_ids=[note.pk]
         )
     )
+    (note,) = selectors.shown_turns(experiment=access.experiment, viewer=viewer, turns=[note])
     return note
 
 
@@ -113,7 +121,7 @@ def _note_context(access, note, *, editing=False, form=None):
     ctx["can_write"] = True
     ctx["editing"] = editing
     ctx["edit_form"] = form or NoteEditForm(
-        initial={"content": note.content}, auto_id=f"n{note.pk}-%s"
+        initial={"content": note.content}, auto_id=f"n{note.shown_id}-%s"
     )
     return ctx
 
@@ -128,7 +136,7 @@ def note(request, pk, tid):
         return page(
             request, "campaigns/console/note.html", _note_context(access, current), partial="note"
         )
-    form = NoteEditForm(request.POST, auto_id=f"n{current.pk}-%s")
+    form = NoteEditForm(request.POST, auto_id=f"n{current.shown_id}-%s")
     if form.is_valid():
         try:
             note_update(turn=current, user=request.user, content=form.cleaned_data["content"])
@@ -139,7 +147,7 @@ def note(request, pk, tid):
         return page(request, "campaigns/console/note.html", ctx, partial="note", status=INVALID)
     if not request.htmx:
         return redirect("console:notes", pk=access.experiment.pk)
-    fresh = _note(access, access.viewer, current.pk)
+    fresh = _note(access, access.viewer, current.shown_id)
     return page(
         request, "campaigns/console/note.html", _note_context(access, fresh), partial="note"
     )
@@ -164,5 +172,6 @@ def note_remove(request, pk, tid):
     if not request.htmx:
         return redirect("console:notes", pk=access.experiment.pk)
     return HttpResponse(
-        f'<p class="notice" role="status">Note #{current.seq} deleted (kept in the admin).</p>'
+        f'<p class="notice" role="status">Note #{current.shown_seq} deleted '
+        "(kept in the admin).</p>"
     )

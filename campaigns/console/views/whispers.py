@@ -50,6 +50,11 @@ def threads_for(*, experiment, viewer) -> list[Thread]:
         thread.turns.append(turn)
         if len(thread.turns) > THREAD_TURNS:
             thread.turns.pop(0)
+    selectors.shown_turns(
+        experiment=experiment,
+        viewer=viewer,
+        turns=[turn for thread in threads.values() for turn in thread.turns],
+    )
     return sorted(threads.values(), key=lambda t: t.last_seq, reverse=True)
 
 

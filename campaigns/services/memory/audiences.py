@@ -1,9 +1,10 @@
 """Who a derived artifact is for, and which turns it may be made from (SPEC §4).
 
-A digest audience is a group of non-judge participants whose *digest-eligible* visible
-turn sets are identical: they can share one digest because every turn in it is readable
-by each of them. Visibility itself is decided by `campaigns.reads.selectors`; this module
-only groups and intersects what the selector returns, and re-checks every row with the
+A digest audience is one non-judge participant (`audiences_for`): a digest shared by a
+group would tell each member about what the others read. `turns_for_audience` still
+takes any audience (a stored digest of an older, grouped audience is re-derived by it).
+Visibility itself is decided by `campaigns.reads.selectors`; this module only
+intersects what the selector returns, and re-checks every row with the
 engine's `can_read` so both halves of the rule must agree (fail closed).
 
 Digest-eligible turns exclude monologues (they reach only their own agent's strategic
@@ -40,20 +41,16 @@ def _readers(experiment: Experiment) -> list[Participant]:
 
 
 def audiences_for(*, experiment: Experiment, round_to: int | None = None) -> list[Audience]:
-    """The distinct digest audiences of an experiment (rounds ≤ ``round_to`` if given).
+    """The digest audiences of an experiment: one per non-judge participant, ``(role,)``.
 
-    Each is a sorted tuple of roles; the list is sorted, so the result is deterministic.
+    Never a group of participants who happen to read the same turns: whether Wren shares
+    Thorin's digest depends on what Wren reads and Thorin does not (a whisper between
+    Wren and Cassia would split them), so a shared digest's label, its versions and when
+    it is rebuilt would tell Thorin about turns hidden from him (issue 23, finding 5).
+    Each participant's digest line is a function of their own readable turns only.
+    ``round_to`` is kept for callers; the audiences do not depend on it.
     """
-    groups: dict[frozenset[int], list[str]] = {}
-    for participant in _readers(experiment):
-        queryset = digest_turns(
-            turns_visible_to(experiment=experiment, viewer=viewer_for_participant(participant))
-        )
-        if round_to is not None:
-            queryset = queryset.filter(round__lte=round_to)
-        visible = frozenset(queryset.values_list("pk", flat=True))
-        groups.setdefault(visible, []).append(participant.role)
-    return sorted(tuple(sorted(roles)) for roles in groups.values())
+    return sorted((participant.role,) for participant in _readers(experiment))
 
 
 def audience_of_role(*, experiment: Experiment, role: str, round_to: int | None = None) -> Audience:

@@ -23,6 +23,8 @@ from campaigns.reads.search import search_turns
 from campaigns.reads.selectors import (
     Viewer,
     lore_visible_to,
+    shown_lore,
+    shown_turns,
     turns_visible_to,
 )
 from context_engine.commands import RETRIEVAL_COMMANDS
@@ -40,8 +42,8 @@ _RANGE = re.compile(r"^\s*(\d{1,6})\s*(?:\.\.|–|-)?\s*(\d{1,6})?\s*$")
 
 def _turn(turn: Turn) -> dict:
     return {
-        "id": turn.pk,
-        "seq": turn.seq,
+        "id": turn.shown_id,  # as the reader is shown it (`selectors.shown_turns`)
+        "seq": turn.shown_seq,
         "round": turn.round,
         "speaker": turn.speaker,
         "kind": turn.kind,
@@ -51,7 +53,7 @@ def _turn(turn: Turn) -> dict:
 
 def _lore(entry: LoreEntry) -> dict:
     return {
-        "id": entry.pk,
+        "id": entry.shown_id,  # as the reader is shown it (`selectors.shown_lore`)
         "term": entry.term,
         "category": entry.category,
         "definition": entry.definition,
@@ -133,6 +135,8 @@ def retrieval_run(
                 user=user if getattr(user, "pk", None) else None,
             )
         pinned = True
+    turns = shown_turns(experiment=experiment, viewer=viewer, turns=turns)
+    lore = shown_lore(experiment=experiment, viewer=viewer, entries=lore)
     return {
         "command": command,
         "query": query,

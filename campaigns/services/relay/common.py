@@ -16,6 +16,8 @@ from campaigns.models import Job, RoundStep
 from campaigns.services import dispatch
 
 HUMAN = "human"
+# Why a human DM's answer step is skipped, every round alike (see `_Round.run`).
+HUMAN_ANSWERS = "a human DM answers whispers on the whispers page"
 RETRY_ATTEMPTS = 3
 ROUND_SOFT_TIME_LIMIT = 1740  # seconds; the task's limits (see campaigns.tasks.run_round)
 ROUND_TIME_LIMIT = 1800

@@ -75,7 +75,10 @@ class _Round(_Steps):
                 continue
             step = self._step_for(kind, participant)
             percent = min(99, 100 * index // total)
-            if participant.model == HUMAN and not (kind == ANSWER and not step.whisperers):
+            # A human DM is never parked on the answer step: whether anyone whispered
+            # the DM is hidden from the other players, and "waiting for DM" (or its
+            # absence) would tell them. They answer whispers on the whispers page.
+            if participant.model == HUMAN and kind != ANSWER:
                 if self._wait(step, participant, percent):
                     return  # the human's post (or the timeout) dispatches the rest
                 self.result["steps"].append(self._stored()[(kind, participant.role)].as_result())

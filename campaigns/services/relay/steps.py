@@ -18,6 +18,8 @@ from campaigns.services.context import pack_for_role
 from campaigns.services.holds import turn_hold
 from campaigns.services.output_guard import PASS, OutputGuard, Verdict, wider_than_speaker
 from campaigns.services.relay.common import (
+    HUMAN,
+    HUMAN_ANSWERS,
     RETRY_ATTEMPTS,
     ProgressCallback,
     _describe,
@@ -128,6 +130,9 @@ class _Steps:
         return True
 
     def _step(self, step: Step, participant: Participant) -> None:
+        if step.kind == ANSWER and participant.model == HUMAN:
+            self._commit(step, participant, RoundStep.Status.SKIPPED, reason=HUMAN_ANSWERS)
+            return
         if step.kind == ANSWER and not step.whisperers:
             self._commit(
                 step, participant, RoundStep.Status.SKIPPED, reason="no whispers to answer"

@@ -36,8 +36,13 @@ def test_one_entry_is_readable_only_within_its_audience(api, secrets_campaign, o
     hidden = secrets_campaign.lore["dm_lore"]
     public = secrets_campaign.lore["public_lore"]
     assert api(owner).get(url(experiment, hidden.pk)).json()["term"] == "ZQXdmlore"
-    assert api(player).get(url(experiment, hidden.pk)).status_code == 404
-    assert api(player).get(url(experiment, public.pk)).json()["term"] == "VISpubliclore"
+    # A player knows entries by their position among the entries they read.
+    shown = {e["term"]: e["id"] for e in api(player).get(url(experiment)).json()["results"]}
+    assert shown == {"VISpubliclore": 1}
+    assert api(player).get(url(experiment, 1)).json()["term"] == "VISpubliclore"
+    for number in {hidden.pk, public.pk, 2, 3}:
+        response = api(player).get(url(experiment, number))
+        assert response.status_code == 404 or response.json()["term"] == "VISpubliclore"
 
 
 def test_the_dm_creates_an_entry_with_a_revision(api, campaign, owner):

@@ -135,12 +135,12 @@ def users(secrets_campaign: Secrets, owner, staff_user, player, stranger) -> dic
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
 def test_permission_matrix(api, secrets_campaign, users, case, persona):
     experiment = secrets_campaign.experiment
-    path = case.path.format(
-        e=experiment.pk,
-        lid=secrets_campaign.lore["public_lore"].pk,
-        hidden=secrets_campaign.lore["dm_lore"].pk,
-        job=secrets_campaign.job.pk,
-    )
+    lid, hidden = secrets_campaign.lore["public_lore"].pk, secrets_campaign.lore["dm_lore"].pk
+    if persona == "player":
+        # A player knows entries by position among those they read (one: the public one);
+        # the DM-only entry has no number of theirs, so they ask for the next one.
+        lid, hidden = 1, 2
+    path = case.path.format(e=experiment.pk, lid=lid, hidden=hidden, job=secrets_campaign.job.pk)
     before = _fingerprint(experiment.pk)
     client = api(users[persona])
     kwargs = {} if case.body is None else {"data": case.body, "format": "json"}

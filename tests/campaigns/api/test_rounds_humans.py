@@ -9,6 +9,8 @@ from itertools import groupby
 import pytest
 
 from campaigns.models import Job, RoundStep, Turn
+from campaigns.reads import selectors
+from campaigns.services.relay.common import HUMAN_ANSWERS
 
 pytestmark = pytest.mark.django_db
 
@@ -80,8 +82,14 @@ def test_the_human_players_post_resumes_the_round_to_the_end(
         "role": "Thorin",
         "model": "human",
         "status": "ok",
-        "turns": [response.json()["id"]],
+        "turns": [Turn.objects.get(experiment=human_thorin, speaker="Thorin", round=1).pk],
     }
+    # The player is shown the turn's position in their own stream, not its id.
+    shown = response.json()["id"]
+    assert shown == response.json()["seq"]
+    viewer = selectors.viewer_for_role(experiment=human_thorin, role="Thorin")
+    at = selectors.turn_at_position(experiment=human_thorin, viewer=viewer, position=shown)
+    assert (at.speaker, at.pk) == ("Thorin", thorin["turns"][0])
     assert "waiting" not in job.result
     keys = list(RoundStep.objects.filter(experiment=human_thorin).values_list("step", "speaker"))
     assert keys == [("narrate", "DM"), ("act", "Thorin"), ("act", "Cassia"), ("answer", "DM")]
@@ -145,9 +153,12 @@ def test_the_owner_plays_an_unlinked_human_seat(
     assert job.status == "succeeded"
 
 
-def test_a_human_dm_with_model_players_narrates_and_answers_whispers(
+def test_a_human_dm_narrates_and_the_round_never_waits_on_whispers(
     api, campaign, owner, django_capture_on_commit_callbacks
 ):
+    """The human DM's answer step is skipped every round alike (they answer whispers on the
+    whispers page): a round that waited for the DM only when someone whispered them would
+    tell every player that a whisper they cannot read exists (issue 23, finding 5)."""
     campaign.participants.exclude(role="DM").update(model="offline")  # the DM: human (owner)
     job = start(api, owner, campaign, django_capture_on_commit_callbacks)
     job.refresh_from_db()
@@ -164,11 +175,13 @@ def test_a_human_dm_with_model_players_narrates_and_answers_whispers(
         content="The tide drops.",
     )
     job.refresh_from_db()
-    # The offline players acted (and whispered to the DM): now the DM answers.
-    assert (job.status, job.result["waiting"]["step"]) == ("waiting", "answer")
-    assert speakers(campaign, 1)[:3] == ["DM", "Thorin", "Cassia"]
-
-    post(
+    # The offline players acted (and whispered to the DM); the round ends all the same.
+    assert Turn.objects.filter(experiment=campaign, kind="whisper").exists()
+    assert job.status == "succeeded", job.message
+    assert [s["status"] for s in job.result["steps"]] == ["ok", "ok", "ok", "skipped"]
+    assert job.result["steps"][-1]["reason"] == HUMAN_ANSWERS
+    # The DM answers when they like; the reply is just a whisper.
+    response = post(
         api,
         owner,
         campaign,
@@ -178,10 +191,7 @@ def test_a_human_dm_with_model_players_narrates_and_answers_whispers(
         visibility=["DM", "Thorin"],
         content="Only you feel the draught.",
     )
-    job.refresh_from_db()
-    assert job.status == "succeeded", job.message
-    assert [s["status"] for s in job.result["steps"]] == ["ok"] * 4
-    assert [s["model"] for s in job.result["steps"]] == ["human", "offline", "offline", "human"]
+    assert response.status_code == 201
 
 
 def skip_url(job) -> str:

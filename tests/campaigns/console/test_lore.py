@@ -172,5 +172,11 @@ def test_only_editors_change_the_world_bible(
 
 
 def test_a_player_cannot_read_the_history_of_hidden_lore(as_user, player, exp, secrets_campaign):
+    """A player knows entries by position among those they read: no number reaches the
+    DM-only entry's history (its id is another entry's position, or nothing)."""
     hidden = secrets_campaign.lore["dm_lore"]
-    assert as_user(player).get(url(exp, "console:lore_history", hidden.pk)).status_code == 404
+    readable = LoreEntry.objects.filter(experiment=exp).count()
+    for number in {hidden.pk, *range(1, readable + 2)}:
+        response = as_user(player).get(url(exp, "console:lore_history", number))
+        assert response.status_code in (200, 404)
+        assert hidden.term not in response.content.decode()

@@ -7,24 +7,33 @@ import pytest
 from django.urls import reverse
 
 from campaigns.models import Summary, Turn
+from campaigns.reads import selectors
 from tests.campaigns.console.conftest import HX
 from tests.campaigns.console.matrix import check_get
 
 pytestmark = pytest.mark.django_db
 
 
-def partial_urls(secrets):
+def partial_urls(secrets, persona="owner"):
+    """The URLs as ``persona`` is shown them: a player knows lore entries and digests by
+    their position among the ones Thorin reads (`selectors.shown_lore`), not by id."""
     exp = secrets.experiment
     pk = exp.pk
     note = Turn.objects.get(experiment=exp, kind="gm_note")
     thorin = Summary.objects.get(experiment=exp, audience=["Thorin"])
     lore = secrets.lore["public_lore"]
+    lore_id, thorin_id = lore.pk, thorin.pk
+    if persona == "player":
+        viewer = selectors.viewer_for_role(experiment=exp, role="Thorin")
+        (lore,) = selectors.shown_lore(experiment=exp, viewer=viewer, entries=[lore])
+        (thorin,) = selectors.shown_summaries(experiment=exp, viewer=viewer, summaries=[thorin])
+        lore_id, thorin_id = lore.shown_id, thorin.shown_id
     return {
         "earlier": reverse("console:campaign", args=[pk]) + "?before=6",
         "note": reverse("console:note", args=[pk, note.pk]),
         "note_edit": reverse("console:note_edit", args=[pk, note.pk]),
-        "lore_history": reverse("console:lore_history", args=[pk, lore.pk]),
-        "memory_diff": reverse("console:memory", args=[pk]) + f"?a={thorin.pk}&b={thorin.pk}",
+        "lore_history": reverse("console:lore_history", args=[pk, lore_id]),
+        "memory_diff": reverse("console:memory", args=[pk]) + f"?a={thorin_id}&b={thorin_id}",
         "job": reverse("console:job", args=[pk, secrets.job.pk]),
     }
 
@@ -57,7 +66,7 @@ EXPECTED = {
 @pytest.mark.parametrize("persona", EXPECTED)
 def test_every_partial_over_the_permission_matrix(as_user, personas, secrets_campaign, persona):
     client = as_user(personas[persona])
-    for name, url in partial_urls(secrets_campaign).items():
+    for name, url in partial_urls(secrets_campaign, persona).items():
         expected = EXPECTED[persona][name]
         if name == "job" and expected == 200:
             # A finished job answers 286 to htmx (stop polling) and 200 to a plain GET.

@@ -79,22 +79,16 @@ def fog(campaign):
 # -- audiences ---------------------------------------------------------------------------
 
 
-def test_agents_with_identical_views_share_one_digest_audience(campaign):
+def test_every_reader_has_a_digest_audience_of_their_own(campaign):
+    """Never a group of readers with identical views: whether Thorin shared a digest with
+    the DM depended on what the DM reads and Thorin does not (issue 23, finding 5)."""
     participant_create(experiment=campaign, role="Oracle", kind="judge")
     make_turn(campaign, content="Rain over the harbour.")
-    assert audiences_for(experiment=campaign) == [("Cassia", "DM", "Thorin")]
-    make_turn(
-        campaign,
-        speaker="Thorin",
-        kind="whisper",
-        content="Psst.",
-        visibility=["Thorin", "DM"],
-    )
-    assert audiences_for(experiment=campaign) == [("Cassia",), ("DM", "Thorin")]
-    # A monologue is never digest material, so it does not split an audience.
-    make_turn(campaign, speaker="Cassia", kind="monologue", content="Hmm.")
-    assert audiences_for(experiment=campaign) == [("Cassia",), ("DM", "Thorin")]
+    assert audiences_for(experiment=campaign) == [("Cassia",), ("DM",), ("Thorin",)]
     make_turn(campaign, kind="gm_note", content="Note.", visibility=["DM"])
+    make_turn(
+        campaign, speaker="Thorin", kind="whisper", content="Psst.", visibility=["Thorin", "DM"]
+    )
     assert audiences_for(experiment=campaign) == [("Cassia",), ("DM",), ("Thorin",)]
 
 
@@ -203,7 +197,7 @@ def test_without_a_milestone_an_audience_waits_for_the_memory_interval(campaign)
         make_turn(campaign, round=round_, content=f"Quiet waves, round {round_}.")
     assert summarize_audience(experiment=campaign, audience=None, round_to=1) == []
     created = summarize_audience(experiment=campaign, audience=None, round_to=2)
-    assert [s.round_to for s in created] == [2]  # rounds 0, 1, 2: three rounds
+    assert [s.round_to for s in created] == [2, 2, 2]  # each reader's: rounds 0, 1, 2
     assert summarize_audience(experiment=campaign, audience=None, round_to=3) == []
 
 
@@ -218,18 +212,18 @@ def test_a_milestone_makes_only_the_audience_that_saw_it_due_at_once(campaign):
         visibility=["Thorin", "DM"],
     )
     created = summarize_audience(experiment=campaign, audience=None, round_to=1)
-    assert [s.audience for s in created] == [["DM", "Thorin"]]
+    assert [s.audience for s in created] == [["DM"], ["Thorin"]]
     assert digest_of(campaign, "Cassia") is None
 
 
 def test_a_new_npc_is_a_milestone_but_a_known_one_is_not(campaign):
     experiment_update(experiment=campaign, config={"memory_interval": 10})
     make_turn(campaign, round=1, content="Vane smiles.", tags=["npc:Vane"])
-    assert len(summarize_audience(experiment=campaign, audience=None, round_to=1)) == 1
+    assert len(summarize_audience(experiment=campaign, audience=None, round_to=1)) == 3
     make_turn(campaign, round=2, content="Vane smiles again.", tags=["npc:Vane"])
     assert summarize_audience(experiment=campaign, audience=None, round_to=2) == []
     make_turn(campaign, round=3, content="Mira waves.", tags=["npc:Mira"])
-    assert len(summarize_audience(experiment=campaign, audience=None, round_to=3)) == 1
+    assert len(summarize_audience(experiment=campaign, audience=None, round_to=3)) == 3
 
 
 # -- strategic summaries ------------------------------------------------------------------
