@@ -48,7 +48,12 @@ class TurnForm(forms.Form):
     recipients = forms.MultipleChoiceField(
         label="Whisper to", required=False, widget=forms.CheckboxSelectMultiple
     )
-    round = forms.IntegerField(label="Round", min_value=0, required=False)
+    round = forms.IntegerField(
+        label="Round",
+        min_value=0,
+        required=False,
+        widget=forms.NumberInput(attrs={"placeholder": "open round"}),
+    )
     hinge = forms.BooleanField(label="Hinge", required=False)
 
     def __init__(self, *args, speaker: str, roles: list[str], is_player: bool, **kwargs):
@@ -59,6 +64,11 @@ class TurnForm(forms.Form):
         if is_player:
             del self.fields["round"]
             del self.fields["hinge"]
+
+    @property
+    def recipients_hidden(self) -> bool:
+        """Recipients matter only for a whisper: hidden for any other kind shown."""
+        return self["kind"].value() != "whisper"
 
     def clean(self):
         data = super().clean()

@@ -5,11 +5,14 @@ from django.urls import path
 from campaigns.console import arena
 from campaigns.console.views import (
     campaign,
+    cast,
     context,
     dashboard,
     lore,
     memory,
     notes,
+    run,
+    setup,
     usage,
     whispers,
 )
@@ -18,20 +21,30 @@ app_name = "console"
 
 urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
+    path("campaigns/new/", setup.campaign_new, name="campaign_new"),
     path("campaigns/<str:pk>/", campaign.campaign, name="campaign"),
+    path("campaigns/<str:pk>/settings/", setup.campaign_settings, name="settings"),
+    path("campaigns/<str:pk>/archive/", setup.campaign_archive, name="archive"),
+    path("campaigns/<str:pk>/delete/", setup.campaign_delete, name="delete"),
+    path("campaigns/<str:pk>/duplicate/", setup.campaign_duplicate, name="duplicate"),
+    path("campaigns/<str:pk>/cast/", cast.cast, name="cast"),
+    path("campaigns/<str:pk>/cast/<str:pid>/", cast.participant_edit, name="participant"),
+    path(
+        "campaigns/<str:pk>/cast/<str:pid>/remove/",
+        cast.participant_remove,
+        name="participant_remove",
+    ),
+    path("campaigns/<str:pk>/play/", run.play_post, name="play"),
     path("campaigns/<str:pk>/turns/", campaign.turn_post, name="turn_post"),
-    path("campaigns/<str:pk>/commands/", campaign.command_post, name="command_post"),
+    path("campaigns/<str:pk>/commands/", run.command_post, name="command_post"),
     path(
         "campaigns/<str:pk>/turns/<str:tid>/reveal/",
         campaign.turn_reveal_post,
         name="turn_reveal",
     ),
-    path("campaigns/<str:pk>/jobs/<str:job_id>/", campaign.job_progress, name="job"),
-    path(
-        "campaigns/<str:pk>/jobs/<str:job_id>/skip/",
-        campaign.human_skip_post,
-        name="human_skip",
-    ),
+    path("campaigns/<str:pk>/jobs/<str:job_id>/", run.job_progress, name="job"),
+    path("campaigns/<str:pk>/jobs/<str:job_id>/skip/", run.human_skip_post, name="human_skip"),
+    path("campaigns/<str:pk>/jobs/<str:job_id>/stop/", run.play_stop_post, name="play_stop"),
     path("campaigns/<str:pk>/whispers/", whispers.whispers, name="whispers"),
     path("campaigns/<str:pk>/whispers/post/", whispers.whisper_post, name="whisper_post"),
     path("campaigns/<str:pk>/notes/", notes.notes, name="notes"),

@@ -19,3 +19,25 @@
     if (error) error.focus();
   });
 })();
+
+// The composer: "Whisper to" applies only to a whisper, so it shows only for one.
+(function () {
+  "use strict";
+  function sync(select) {
+    var form = select.form;
+    var box = form && form.querySelector('[data-field="recipients"]');
+    if (box) box.hidden = select.value !== "whisper";
+  }
+  document.addEventListener("change", function (event) {
+    var target = event.target;
+    if (target && target.name === "kind" && target.tagName === "SELECT") sync(target);
+  });
+  // The header's round moves (swapped in out of band by a poll): the composer's hint follows.
+  function followClock() {
+    var now = document.getElementById("current-round");
+    var hint = document.getElementById("composer-round");
+    if (now && hint && hint.textContent !== now.textContent) hint.textContent = now.textContent;
+  }
+  document.addEventListener("htmx:oobAfterSwap", followClock);
+  document.addEventListener("htmx:afterSettle", followClock);
+})();

@@ -5,16 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import Http404, HttpResponse
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseStopPolling, trigger_client_event
+from django_htmx.http import trigger_client_event
 
 from campaigns.console import access as console_access
 from campaigns.console.forms import (
-    CommandForm,
     MemoryForm,
     RevealForm,
     TurnForm,
@@ -22,12 +21,12 @@ from campaigns.console.forms import (
     content_error,
 )
 from campaigns.console.views.base import INVALID, campaign_context, login_required, page
+from campaigns.console.views.run import run_panel_context
 from campaigns.models import Job, Turn
 from campaigns.reads import selectors
 from campaigns.services import relay
-from campaigns.services.memory import run_command
 from campaigns.services.memory.retrieval import RETRIEVAL_COMMANDS, retrieval_run
-from campaigns.services.relay import human_turn_create, round_start
+from campaigns.services.relay import human_turn_create
 from campaigns.services.reveals import turn_reveal
 from context_engine.commands import retrieval_line
 from context_engine.visibility import parse_stored_visibility
@@ -143,10 +142,9 @@ def _composer(access, viewer, data=None):
     if speaker is None:
         return None
     roles = console_access.roles_of(access)
-    initial = {
-        "round": access.experiment.current_round,
-        "recipients": console_access.dm_recipients(access),
-    }
+    # No round by default: a post goes into the round open when it is stored, so a page
+    # left open across "Run a round" never writes into a closed round.
+    initial = {"recipients": console_access.dm_recipients(access)}
     return TurnForm(data, speaker=speaker, roles=roles, is_player=is_player, initial=initial)
 
 
@@ -173,14 +171,9 @@ def _context(request, access, viewer, as_role, *, form=None, params=None, memory
     ctx["form"] = form if form is not None else _composer(access, viewer)
     ctx["memory_form"] = memory_form or _memory_form(access, as_role)
     ctx["lookup_role"] = as_role or (ctx["form"].speaker if ctx["form"] else "")
-    ctx["command_form"] = CommandForm() if access.can_edit else None
+    ctx["run"] = run_panel_context(access.experiment) if access.can_edit else None
     ctx.update(_status(request, access, viewer, ctx["form"]))
     ctx["speakers"] = console_access.roles_of(access)
-    ctx["job"] = (
-        Job.objects.filter(experiment=access.experiment).order_by("-created_at").first()
-        if access.can_edit
-        else None
-    )
     query = dict(ctx["filters"])
     if as_role:
         query["as"] = as_role
@@ -360,76 +353,6 @@ def _lookup(request, access, form, line):
     ctx["lookup_role"] = viewer.role
     status = 200 if result is not None else INVALID
     return page(request, TEMPLATE, ctx, partial="composer", status=status)
-
-
-@login_required
-@require_POST
-def human_skip_post(request, pk, job_id):
-    """The DM side skips the human a waiting round waits for; answers the progress bar."""
-    access = console_access.experiment_for(request, pk, write=True)
-    job, job_access = console_access.get_job_for(request, job_id)
-    if job_access.experiment.pk != access.experiment.pk:
-        raise Http404("No such job in this campaign.")
-    form = CommandForm({"command": "round"})  # bound, so a refusal shows on the bar
-    form.is_valid()
-    try:
-        relay.human_skip(experiment=access.experiment, job=job)
-    except ValidationError as exc:
-        attach_errors(form, exc)
-    job.refresh_from_db()
-    if form.errors:
-        ctx = {"experiment": access.experiment, "command_form": form, "job": job}
-        return page(request, "campaigns/console/_job_progress.html", ctx, status=INVALID)
-    if not request.htmx:
-        return redirect("console:campaign", pk=access.experiment.pk)
-    return _progress_response(request, access, job)
-
-
-@login_required
-@require_POST
-def command_post(request, pk):
-    """Run a round, /checkpoint, /compress or /clear: answers the job's progress bar."""
-    access = console_access.experiment_for(request, pk, write=True)
-    form = CommandForm(request.POST)
-    job = None
-    if form.is_valid():
-        command = form.cleaned_data["command"]
-        try:
-            if command == "round":
-                job = round_start(experiment=access.experiment, user=request.user)
-            else:
-                job = run_command(experiment=access.experiment, command=command, user=request.user)
-        except ValidationError as exc:
-            attach_errors(form, exc)
-    if job is None:
-        ctx = {"experiment": access.experiment, "command_form": form, "job": None}
-        return page(request, "campaigns/console/_job_progress.html", ctx, status=INVALID)
-    if not request.htmx:
-        return redirect("console:campaign", pk=access.experiment.pk)
-    return _progress_response(request, access, job)
-
-
-def _progress_response(request, access, job: Job) -> HttpResponse:
-    ctx = {"experiment": access.experiment, "job": job, "command_form": CommandForm()}
-    if request.htmx:  # the header's round number, swapped out of band: a round moves it
-        ctx["round_now"] = selectors.current_round(experiment=access.experiment.pk)
-    response = page(request, "campaigns/console/_job_progress.html", ctx)
-    if job.status in (Job.Status.SUCCEEDED, Job.Status.FAILED):
-        if request.method == "GET" and request.htmx:
-            response.status_code = HttpResponseStopPolling.status_code
-        response = trigger_client_event(response, JOB_DONE, {"job": str(job.pk)})
-    return response
-
-
-@login_required
-@require_GET
-def job_progress(request, pk, job_id):
-    """One job's progress bar; 286 (htmx: stop polling) once it has ended."""
-    access = console_access.experiment_for(request, pk, write=True)
-    job, job_access = console_access.get_job_for(request, job_id)
-    if job_access.experiment.pk != access.experiment.pk:
-        raise Http404("No such job in this campaign.")
-    return _progress_response(request, access, job)
 
 
 @login_required
