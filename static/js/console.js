@@ -41,3 +41,27 @@
   document.addEventListener("htmx:oobAfterSwap", followClock);
   document.addEventListener("htmx:afterSettle", followClock);
 })();
+
+// A table wider than the screen scrolls inside itself (console.css); say so above it.
+(function () {
+  "use strict";
+  function markScrolling() {
+    document.querySelectorAll("table.list").forEach(function (table) {
+      var scrolls = table.scrollWidth > table.clientWidth + 1;
+      var hint = table.previousElementSibling;
+      var hasHint = hint && hint.classList && hint.classList.contains("scroll-hint");
+      if (scrolls && !hasHint) {
+        var note = document.createElement("p");
+        note.className = "scroll-hint muted";
+        note.textContent = "This table scrolls sideways →";
+        table.parentNode.insertBefore(note, table);
+      } else if (!scrolls && hasHint) {
+        hint.remove();
+      }
+    });
+  }
+  document.addEventListener("DOMContentLoaded", markScrolling);
+  document.addEventListener("htmx:afterSettle", markScrolling);
+  document.addEventListener("toggle", markScrolling, true);
+  window.addEventListener("resize", markScrolling);
+})();

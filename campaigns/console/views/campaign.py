@@ -8,6 +8,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
@@ -96,7 +97,13 @@ def timeline(*, experiment, viewer, params) -> dict:
     """
     turns = selectors.turns_visible_to(experiment=experiment, viewer=viewer)
     filters = {}
-    round_ = _int(params.get("round"))
+    raw_round = (params.get("round") or "").strip()
+    round_ = _int(raw_round)
+    filter_error = ""
+    if raw_round and round_ is None:
+        filter_error = (
+            f"Round “{raw_round[:20]}” is not a round number (0 = setup); showing every round."
+        )
     if round_ is not None:
         turns = turns.filter(round=round_)
         filters["round"] = round_
@@ -124,6 +131,7 @@ def timeline(*, experiment, viewer, params) -> dict:
         "more": more,
         "earliest_seq": rows[0].seq if rows else None,
         "filters": filters,
+        "filter_error": filter_error,
         "kinds": Turn.Kind.choices,
     }
 
@@ -145,7 +153,13 @@ def _composer(access, viewer, data=None):
     # No round by default: a post goes into the round open when it is stored, so a page
     # left open across "Run a round" never writes into a closed round.
     initial = {"recipients": console_access.dm_recipients(access)}
-    return TurnForm(data, speaker=speaker, roles=roles, is_player=is_player, initial=initial)
+    form = TurnForm(data, speaker=speaker, roles=roles, is_player=is_player, initial=initial)
+    if "round" in form.fields:  # console.js keeps the number in step with the header's
+        form.fields["round"].help_text = format_html(
+            'Blank: the open round, now <strong id="composer-round">{}</strong>.',
+            access.experiment.current_round,
+        )
+    return form
 
 
 def _waiting(request, access, form) -> dict:
@@ -248,7 +262,8 @@ def campaign(request, pk):
         partial = part
     else:
         partial = "earlier" if request.GET.get("before") else "timeline"
-    response = page(request, TEMPLATE, ctx, partial=partial)
+    status = 400 if ctx.get("filter_error") else 200  # ?round=abc: said, not ignored
+    response = page(request, TEMPLATE, ctx, partial=partial, status=status)
     if part == "round_status" and request.htmx:
         seen = request.GET.get("seen", "")
         now = ctx["round_status"]["key"]
