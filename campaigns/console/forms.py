@@ -98,6 +98,8 @@ class WhisperForm(forms.Form):
             roles = [role for role in roles if role != speakers[0]]
         self.fields["recipients"].choices = _role_choices(roles)
         self.fields["speaker"].choices = _role_choices(speakers)
+        if len(speakers) == 1:
+            self.fields["speaker"].widget = forms.HiddenInput()
         self.speakers = speakers
 
     def clean_speaker(self):

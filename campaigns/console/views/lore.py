@@ -290,8 +290,8 @@ def merge(request, pk):
                 user=request.user,
             )
         except ValidationError as exc:
-            attach_errors(form, exc)
             keep, other = entries[form.cleaned_data["keep"]], entries[form.cleaned_data["merge"]]
+            attach_errors(form, exc)
             if keep.audience_key != other.audience_key:
                 # The way forward: keep both (each audience reads its own), or reject one.
                 reject_instead = other
