@@ -31,10 +31,8 @@ def test_the_merge_selects_name_each_entry_with_its_audience_and_start_apart(as_
     body = as_user(owner).get(url(exp)).content.decode()
     merge = body.split("Merge two near-duplicates")[1]
     assert f"Tide Codex — everyone (proposed, id {first.pk})" in merge
-    assert (
-        f"Cassia, DM (confirmed, id {LoreEntry.objects.get(experiment=exp, term=FORBIDDEN['cassia_lore']).pk})"
-        in merge
-    )
+    cassia_lore = LoreEntry.objects.get(experiment=exp, term=FORBIDDEN["cassia_lore"])
+    assert f"Cassia, DM (confirmed, id {cassia_lore.pk})" in merge
     keep = merge.split('name="keep"')[1].split("</select>")[0]
     into = merge.split('name="merge"')[1].split("</select>")[0]
     assert f'value="{first.pk}" selected' in keep
@@ -108,7 +106,9 @@ def test_confirm_in_the_proposed_tab_moves_the_entry_and_the_counts_in_place(as_
     listing = body.split('id="lore-list"')[1]
     assert f'id="lore-{entry.pk}"' not in listing and "Salt Ghost" in listing
     assert '<span class="count num" id="count-proposed">1</span>' in body
-    confirmed = LoreEntry.objects.filter(experiment=exp, status="confirmed", invalid_from_round__isnull=True).count()
+    confirmed = LoreEntry.objects.filter(
+        experiment=exp, status="confirmed", invalid_from_round__isnull=True
+    ).count()
     assert f'<span class="count num" id="count-confirmed">{confirmed}</span>' in body
 
 
