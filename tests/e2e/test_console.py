@@ -92,8 +92,11 @@ def test_a_dm_runs_the_demo_from_the_browser(page, live_server, demo):
 
     # /checkpoint from the campaign page: the progress bar reaches done.
     page.goto(f"{base}/")
+    asked = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
     with page.expect_response(lambda response: "/commands/" in response.url):
         page.locator("button.cmd-checkpoint").click()
+    assert asked and asked[0].startswith("Run /checkpoint?")  # it asks first
     job = Job.objects.filter(experiment=demo, kind="checkpoint").latest("created_at")
     # The new job's bar (polling until it ends, when a worker runs it) reaches done.
     page.locator(f"#job-bar-{job.pk}").wait_for()
