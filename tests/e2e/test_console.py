@@ -21,11 +21,14 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "console"
 
 
 def shot(page, name: str) -> None:
-    """The page at 1280 px and at 390 px (a phone), full length."""
+    """The page at 1280 px and at 390 px (a phone), full length; at neither width does
+    the page scroll sideways (a wide table scrolls inside itself and says so)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for width, suffix in ((1280, ""), (390, "-390")):
         page.set_viewport_size({"width": width, "height": 900})
         page.screenshot(path=str(ARTIFACTS / f"{name}{suffix}.png"), full_page=True)
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        assert wide <= width, f"{name} is {wide} px wide at {width} px"
     page.set_viewport_size({"width": 1280, "height": 900})
 
 
