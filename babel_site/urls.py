@@ -1,8 +1,13 @@
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.utils.functional import lazy
+from django.views.generic import RedirectView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Browsers ask for /favicon.ico whatever the page links: no 404 in every console.
+    path("favicon.ico", RedirectView.as_view(url=lazy(static, str)("favicon.svg"), permanent=True)),
     path("api/", include("babel_site.api_router")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("campaigns.console.urls")),

@@ -14,7 +14,7 @@ import uuid
 from celery import shared_task
 
 from campaigns.models import Experiment, Job, LoreEntry, Turn, VisibilityChange
-from campaigns.services import arena, maintenance, memory, relay, transcripts
+from campaigns.services import arena, maintenance, memory, play, relay, transcripts
 from campaigns.services.dispatch import send_on_commit
 
 
@@ -125,3 +125,19 @@ def rederive_reveal(change_id: int) -> dict | None:
     if change is None:
         return None
     return memory.reveal_rederive(change=change)
+
+
+@shared_task(
+    acks_late=True, soft_time_limit=play.HOP_AFTER_S + 1740, time_limit=play.HOP_AFTER_S + 1800
+)
+def run_play(job_id: str) -> str | None:
+    """ "Play N rounds": its rounds one after another (a long play hops to a fresh task).
+    Idempotent by the Job's claim and the round it records before running it."""
+    try:
+        job_id = str(uuid.UUID(str(job_id)))
+    except ValueError:
+        return None
+    if not Job.objects.filter(pk=job_id, kind=Job.Kind.PLAY).exists():
+        return None
+    job = play.play_run(job_id=job_id)
+    return None if job is None else job.status

@@ -48,7 +48,12 @@ class TurnForm(forms.Form):
     recipients = forms.MultipleChoiceField(
         label="Whisper to", required=False, widget=forms.CheckboxSelectMultiple
     )
-    round = forms.IntegerField(label="Round", min_value=0, required=False)
+    round = forms.IntegerField(
+        label="Round",
+        min_value=0,
+        required=False,
+        widget=forms.NumberInput(attrs={"placeholder": "open round"}),
+    )
     hinge = forms.BooleanField(label="Hinge", required=False)
 
     def __init__(
@@ -69,6 +74,11 @@ class TurnForm(forms.Form):
             del self.fields["hinge"]
         elif not moves_clock:
             open_round_field(self)
+
+    @property
+    def recipients_hidden(self) -> bool:
+        """Recipients matter only for a whisper: hidden for any other kind shown."""
+        return self["kind"].value() != "whisper"
 
     def clean(self):
         data = super().clean()
@@ -94,8 +104,12 @@ class WhisperForm(forms.Form):
 
     def __init__(self, *args, roles: list[str], speakers: list[str], **kwargs):
         super().__init__(*args, **kwargs)
+        if len(speakers) == 1:  # a player: whispering to themself is no whisper
+            roles = [role for role in roles if role != speakers[0]]
         self.fields["recipients"].choices = _role_choices(roles)
         self.fields["speaker"].choices = _role_choices(speakers)
+        if len(speakers) == 1:
+            self.fields["speaker"].widget = forms.HiddenInput()
         self.speakers = speakers
 
     def clean_speaker(self):
@@ -240,13 +254,32 @@ class LoreActionForm(forms.Form):
         return data
 
 
+def audience_label(audience) -> str:
+    return "everyone" if audience is None else ", ".join(audience)
+
+
 class LoreMergeForm(forms.Form):
+    """Two entries of the World Bible; each named with its audience and status, and the
+    two selects start on two different entries: the first pair with one term and one
+    audience (a likely duplicate), else the first two."""
+
     keep = forms.TypedChoiceField(label="Keep", coerce=int)
     merge = forms.TypedChoiceField(label="Merge into it", coerce=int)
 
     def __init__(self, *args, entries, **kwargs):
+        entries = list(entries)
+        choices = [
+            (
+                e.pk,
+                f"{e.term} — {audience_label(e.audience)} ({e.get_status_display().lower()}, "
+                f"id {e.pk})",
+            )
+            for e in entries
+        ]
+        pair = _likely_duplicate(entries)
+        if pair is not None and not args and "initial" not in kwargs:
+            kwargs["initial"] = {"keep": pair[0], "merge": pair[1]}
         super().__init__(*args, **kwargs)
-        choices = [(e.pk, f"{e.term} ({e.get_status_display()}, id {e.pk})") for e in entries]
         self.fields["keep"].choices = choices
         self.fields["merge"].choices = choices
 
@@ -255,6 +288,18 @@ class LoreMergeForm(forms.Form):
         if data.get("keep") is not None and data.get("keep") == data.get("merge"):
             self.add_error("merge", "Choose two different entries.")
         return data
+
+
+def _likely_duplicate(entries) -> tuple[int, int] | None:
+    seen: dict[tuple, int] = {}
+    for entry in entries:
+        key = (entry.term.casefold(), tuple(entry.audience or ()) if entry.audience else None)
+        if key in seen:
+            return seen[key], entry.pk
+        seen[key] = entry.pk
+    if len(entries) >= 2:
+        return entries[0].pk, entries[1].pk
+    return None
 
 
 class LoreBulkForm(forms.Form):

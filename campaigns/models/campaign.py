@@ -23,6 +23,7 @@ class Experiment(models.Model):
         RUNNING = "running", "Running"
         PAUSED = "paused", "Paused"
         FINISHED = "finished", "Finished"
+        ARCHIVED = "archived", "Archived"
 
     name = models.CharField(max_length=200)
     hook = models.TextField(blank=True, help_text="The campaign hook every agent starts from.")

@@ -20,6 +20,7 @@ class Job(models.Model):
 
     class Kind(models.TextChoices):
         ROUND = "round", "Round"
+        PLAY = "play", "Play rounds"
         CHECKPOINT = "checkpoint", "/checkpoint"
         COMPRESS = "compress", "/compress"
         CLEAR = "clear", "/clear"
@@ -55,6 +56,12 @@ class Job(models.Model):
                 fields=["experiment"],
                 condition=Q(kind="round", status__in=["pending", "running", "waiting"]),
                 name="job_one_active_round",
+            ),
+            # One "Play N rounds" at a time per experiment.
+            models.UniqueConstraint(
+                fields=["experiment"],
+                condition=Q(kind="play", status__in=["pending", "running", "waiting"]),
+                name="job_one_active_play",
             ),
         ]
 

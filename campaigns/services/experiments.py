@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from campaigns.models import Experiment, Participant, WorldState
+from campaigns.models import Experiment, Participant, Turn, WorldState
 from campaigns.validation import clean_config, clean_role_name, clean_round
 from context_engine.llm.usage import MAX_OUTPUT_TOKENS_LIMIT, TEMPERATURE_MAX
+from context_engine.types import DEFAULT_BUDGETS
 
+MAX_ORDER = 2**31 - 1  # a PositiveIntegerField on PostgreSQL
 PARTICIPANT_KINDS = [choice for choice, _ in Participant.Kind.choices]
 
 
@@ -150,6 +154,10 @@ def participant_fields(
         raise ValidationError({"kind": [f"Kind must be one of {', '.join(PARTICIPANT_KINDS)}."]})
     if reveal_round is not None:
         clean_round(reveal_round, field="reveal_round")
+    if order is not None and (
+        isinstance(order, bool) or not isinstance(order, int) or not 0 <= order <= MAX_ORDER
+    ):
+        raise ValidationError({"order": [f"Order must be a whole number from 0 to {MAX_ORDER}."]})
     _clean_model_id(model)
     return {
         "role": role,
@@ -198,3 +206,113 @@ def _lock_roles(experiment: Experiment, roles: list[str]) -> None:
     for role in roles:  # the first taken, in the caller's order
         if role in taken:
             raise role_taken(role)
+
+
+# The console's setup pages (issue 24): the whole participant, and a campaign's copy. ------
+
+EDITABLE_PARTICIPANT_FIELDS = (
+    "role",
+    "kind",
+    "model",
+    "bio",
+    "identity",
+    "secret",
+    "reveal_round",
+    "order",
+    "temperature",
+    "max_output_tokens",
+)
+
+
+def participant_history(participant: Participant) -> bool:
+    """Whether the log names this role: it spoke, or a turn's audience holds it. Such a
+    role keeps its name (turns, digests and lore audiences refer to it by name)."""
+    turns = Turn.objects.filter(experiment_id=participant.experiment_id)
+    quoted = json.dumps(participant.role)  # as stored in the visibility list
+    return (
+        turns.filter(speaker=participant.role).exists()
+        or turns.filter(visibility__icontains=quoted).exists()
+    )
+
+
+@transaction.atomic
+def participant_update(*, participant: Participant, **changes) -> Participant:
+    """Edit any field of a participant (the console's cast page). Cleaned by
+    `participant_fields`, exactly as `participant_create` cleans them; a role with history
+    (`participant_history`) cannot be renamed, and a new name must be free."""
+    unknown = set(changes) - set(EDITABLE_PARTICIPANT_FIELDS)
+    if unknown:
+        raise ValidationError({key: ["This field cannot be changed."] for key in sorted(unknown)})
+    current = {name: getattr(participant, name) for name in EDITABLE_PARTICIPANT_FIELDS}
+    cleaned = participant_fields(**{**current, **changes})
+    cleaned.pop("user")
+    if cleaned["order"] is None:
+        cleaned["order"] = participant.order
+    if cleaned["role"] != participant.role:
+        if participant_history(participant):
+            raise ValidationError(
+                {"role": [f"{participant.role} is in the log already; its name cannot change."]}
+            )
+        _lock_roles(participant.experiment, [cleaned["role"]])
+    if cleaned["temperature"] is not None:
+        cleaned["temperature"] = float(cleaned["temperature"])
+    changed = [name for name, value in cleaned.items() if getattr(participant, name) != value]
+    for name in changed:
+        setattr(participant, name, cleaned[name])
+    if changed:
+        participant.save(update_fields=changed)
+    return participant
+
+
+@transaction.atomic
+def participant_delete(*, participant: Participant) -> None:
+    """Remove a participant who has no history yet (a set-up mistake). One with turns is
+    refused: the log, its digests and whispers would name a role that no longer exists."""
+    if participant_history(participant):
+        raise ValidationError(
+            {
+                "participant": [
+                    f"{participant.role} is in the log already and cannot be removed; "
+                    "set its model to 'human' and leave the seat empty instead."
+                ]
+            }
+        )
+    participant.delete()
+
+
+def budgets_for_total(budgets: dict | None, total: object) -> dict[str, int]:
+    """The section budgets scaled to ``total`` tokens, each keeping its share (rounding
+    goes to the largest section), so one number sets the whole pack's size. The result is
+    validated with the rest of the config by `clean_config`."""
+    if isinstance(total, bool) or not isinstance(total, int) or total < 0:
+        raise ValidationError({"config.budgets": ["The total budget is a whole number of tokens."]})
+    current = {**DEFAULT_BUDGETS, **(budgets or {})}
+    weights = current if any(current.values()) else dict.fromkeys(current, 1)
+    whole = sum(weights.values())
+    scaled = {name: total * weight // whole for name, weight in weights.items()}
+    largest = max(weights, key=lambda name: (weights[name], name))
+    scaled[largest] += total - sum(scaled.values())
+    return scaled
+
+
+@transaction.atomic
+def experiment_duplicate(*, source: Experiment, owner, name: str | None = None) -> Experiment:
+    """A new draft campaign from ``source``'s setup: hook, rules, config and cast (seats
+    left empty, secrets kept), and no turns, lore or memory."""
+    experiment = experiment_create(
+        name=name if name is not None else f"Copy of {source.name}"[:200],
+        hook=source.hook,
+        rules=source.rules,
+        config=dict(source.config or {}),
+        owner=owner,
+    )
+    cast = [
+        participant_fields(
+            **{name: getattr(p, name) for name in EDITABLE_PARTICIPANT_FIELDS if name != "order"},
+            order=index,
+        )
+        for index, p in enumerate(source.participants.order_by("order", "id"))
+    ]
+    if cast:
+        participants_create(experiment=experiment, cleaned=cast)
+    return experiment

@@ -163,6 +163,12 @@ def lore_update(
     wanted: dict[str, object] = {}
     if definition is not None:
         wanted["definition"] = _clean_definition(definition)
+        if not wanted["definition"]:
+            # A correction never wipes an entry (a locked one least of all): an empty
+            # box is a slip, not a definition.
+            raise ValidationError(
+                {"definition": ["A definition cannot be empty; write one, or reject the entry."]}
+            )
     if status is not None:
         wanted["status"] = _clean_choice(status, "status", LoreEntry.Status.values)
     if locked is not None:

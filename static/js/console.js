@@ -19,3 +19,49 @@
     if (error) error.focus();
   });
 })();
+
+// The composer: "Whisper to" applies only to a whisper, so it shows only for one.
+(function () {
+  "use strict";
+  function sync(select) {
+    var form = select.form;
+    var box = form && form.querySelector('[data-field="recipients"]');
+    if (box) box.hidden = select.value !== "whisper";
+  }
+  document.addEventListener("change", function (event) {
+    var target = event.target;
+    if (target && target.name === "kind" && target.tagName === "SELECT") sync(target);
+  });
+  // The header's round moves (swapped in out of band by a poll): the composer's hint follows.
+  function followClock() {
+    var now = document.getElementById("current-round");
+    var hint = document.getElementById("composer-round");
+    if (now && hint && hint.textContent !== now.textContent) hint.textContent = now.textContent;
+  }
+  document.addEventListener("htmx:oobAfterSwap", followClock);
+  document.addEventListener("htmx:afterSettle", followClock);
+})();
+
+// A table wider than the screen scrolls inside itself (console.css); say so above it.
+(function () {
+  "use strict";
+  function markScrolling() {
+    document.querySelectorAll("table.list").forEach(function (table) {
+      var scrolls = table.scrollWidth > table.clientWidth + 1;
+      var hint = table.previousElementSibling;
+      var hasHint = hint && hint.classList && hint.classList.contains("scroll-hint");
+      if (scrolls && !hasHint) {
+        var note = document.createElement("p");
+        note.className = "scroll-hint muted";
+        note.textContent = "This table scrolls sideways →";
+        table.parentNode.insertBefore(note, table);
+      } else if (!scrolls && hasHint) {
+        hint.remove();
+      }
+    });
+  }
+  document.addEventListener("DOMContentLoaded", markScrolling);
+  document.addEventListener("htmx:afterSettle", markScrolling);
+  document.addEventListener("toggle", markScrolling, true);
+  window.addEventListener("resize", markScrolling);
+})();

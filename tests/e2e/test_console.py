@@ -21,11 +21,14 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "console"
 
 
 def shot(page, name: str) -> None:
-    """The page at 1280 px and at 390 px (a phone), full length."""
+    """The page at 1280 px and at 390 px (a phone), full length; at neither width does
+    the page scroll sideways (a wide table scrolls inside itself and says so)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for width, suffix in ((1280, ""), (390, "-390")):
         page.set_viewport_size({"width": width, "height": 900})
         page.screenshot(path=str(ARTIFACTS / f"{name}{suffix}.png"), full_page=True)
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        assert wide <= width, f"{name} is {wide} px wide at {width} px"
     page.set_viewport_size({"width": 1280, "height": 900})
 
 
@@ -92,8 +95,11 @@ def test_a_dm_runs_the_demo_from_the_browser(page, live_server, demo):
 
     # /checkpoint from the campaign page: the progress bar reaches done.
     page.goto(f"{base}/")
+    asked = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
     with page.expect_response(lambda response: "/commands/" in response.url):
         page.locator("button.cmd-checkpoint").click()
+    assert asked and asked[0].startswith("Run /checkpoint?")  # it asks first
     job = Job.objects.filter(experiment=demo, kind="checkpoint").latest("created_at")
     # The new job's bar (polling until it ends, when a worker runs it) reaches done.
     page.locator(f"#job-bar-{job.pk}").wait_for()

@@ -65,6 +65,7 @@ class ExperimentSerializer(serializers.ModelSerializer):
             "rules",
             "config",
             "status",
+            "current_round",
             "owner",
             "created_at",
             "updated_at",

@@ -29,6 +29,13 @@ def page(request, template: str, context: dict, *, partial: str | None = None, s
     return render(request, name, context, status=status)
 
 
+def nav_for(access: Access) -> tuple[tuple[str, str], ...]:
+    """The tabs that apply to this user: GM notes are the DM side's (an editor, or a user
+    seated as a DM, a judge); a player would only find "No GM notes" there."""
+    dm_side = access.can_edit or access.viewer.is_dm or access.viewer.omniscient
+    return tuple(item for item in PAGE_NAV if dm_side or item[0] != "console:notes")
+
+
 def campaign_context(access: Access, viewer, *, as_role: str = "", active: str = "") -> dict:
     """What every campaign page's header and tabs need. ``held_count`` (the DM side, not
     while viewing as a role) is counted only if the header shows it."""
@@ -46,7 +53,7 @@ def campaign_context(access: Access, viewer, *, as_role: str = "", active: str =
         "viewer": viewer,
         "as_role": as_role,
         "can_edit": access.can_edit,
-        "nav": PAGE_NAV,
+        "nav": nav_for(access),
         "active": active,
         "reviewer": reviewer,
         "held_count": held_count if reviewer else 0,

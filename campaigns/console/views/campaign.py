@@ -5,16 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import Http404, HttpResponse
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseStopPolling, trigger_client_event
+from django_htmx.http import trigger_client_event
 
 from campaigns.console import access as console_access
 from campaigns.console.forms import (
-    CommandForm,
     MemoryForm,
     RevealForm,
     TurnForm,
@@ -22,12 +22,12 @@ from campaigns.console.forms import (
     content_error,
 )
 from campaigns.console.views.base import INVALID, campaign_context, login_required, page
+from campaigns.console.views.run import run_panel_context
 from campaigns.models import Job, Turn
 from campaigns.reads import selectors
 from campaigns.services import relay
-from campaigns.services.memory import run_command
 from campaigns.services.memory.retrieval import RETRIEVAL_COMMANDS, retrieval_run
-from campaigns.services.relay import human_turn_create, round_start
+from campaigns.services.relay import human_turn_create
 from campaigns.services.reveals import turn_reveal
 from context_engine.commands import retrieval_line
 from context_engine.visibility import parse_stored_visibility
@@ -97,7 +97,13 @@ def timeline(*, experiment, viewer, params) -> dict:
     """
     turns = selectors.turns_visible_to(experiment=experiment, viewer=viewer)
     filters = {}
-    round_ = _int(params.get("round"))
+    raw_round = (params.get("round") or "").strip()
+    round_ = _int(raw_round)
+    filter_error = ""
+    if raw_round and round_ is None:
+        filter_error = (
+            f"Round “{raw_round[:20]}” is not a round number (0 = setup); showing every round."
+        )
     if round_ is not None:
         turns = turns.filter(round=round_)
         filters["round"] = round_
@@ -131,6 +137,7 @@ def timeline(*, experiment, viewer, params) -> dict:
         "more": more,
         "earliest_seq": rows[0].shown_seq if rows else None,
         "filters": filters,
+        "filter_error": filter_error,
         "kinds": Turn.Kind.choices,
     }
 
@@ -149,11 +156,10 @@ def _composer(access, viewer, data=None):
     if speaker is None:
         return None
     roles = console_access.roles_of(access)
-    initial = {
-        "round": access.experiment.current_round,
-        "recipients": console_access.dm_recipients(access),
-    }
-    return TurnForm(
+    # No round by default: a post goes into the round open when it is stored, so a page
+    # left open across "Run a round" never writes into a closed round.
+    initial = {"recipients": console_access.dm_recipients(access)}
+    form = TurnForm(
         data,
         speaker=speaker,
         roles=roles,
@@ -161,6 +167,12 @@ def _composer(access, viewer, data=None):
         moves_clock=access.can_edit,  # `turns.may_move_clock`: owner and staff
         initial=initial,
     )
+    if access.can_edit and "round" in form.fields:  # console.js keeps it in step
+        form.fields["round"].help_text = format_html(
+            'Blank: the open round, now <strong id="composer-round">{}</strong>.',
+            access.experiment.current_round,
+        )
+    return form
 
 
 def _waiting(request, access, form) -> dict:
@@ -186,14 +198,9 @@ def _context(request, access, viewer, as_role, *, form=None, params=None, memory
     ctx["form"] = form if form is not None else _composer(access, viewer)
     ctx["memory_form"] = memory_form or _memory_form(access, as_role)
     ctx["lookup_role"] = as_role or (ctx["form"].speaker if ctx["form"] else "")
-    ctx["command_form"] = CommandForm() if access.can_edit else None
+    ctx["run"] = run_panel_context(access.experiment) if access.can_edit else None
     ctx.update(_status(request, access, viewer, ctx["form"]))
     ctx["speakers"] = console_access.roles_of(access)
-    ctx["job"] = (
-        Job.objects.filter(experiment=access.experiment).order_by("-created_at").first()
-        if access.can_edit
-        else None
-    )
     query = dict(ctx["filters"])
     if as_role:
         query["as"] = as_role
@@ -272,7 +279,8 @@ def campaign(request, pk):
         partial = part
     else:
         partial = "earlier" if request.GET.get("before") else "timeline"
-    response = page(request, TEMPLATE, ctx, partial=partial)
+    status = 400 if ctx.get("filter_error") else 200  # ?round=abc: said, not ignored
+    response = page(request, TEMPLATE, ctx, partial=partial, status=status)
     if part == "round_status" and request.htmx:
         seen = request.GET.get("seen", "")
         now = ctx["round_status"]["key"]
@@ -376,76 +384,6 @@ def _lookup(request, access, form, line):
     ctx["lookup_role"] = viewer.role
     status = 200 if result is not None else INVALID
     return page(request, TEMPLATE, ctx, partial="composer", status=status)
-
-
-@login_required
-@require_POST
-def human_skip_post(request, pk, job_id):
-    """The DM side skips the human a waiting round waits for; answers the progress bar."""
-    access = console_access.experiment_for(request, pk, write=True)
-    job, job_access = console_access.get_job_for(request, job_id)
-    if job_access.experiment.pk != access.experiment.pk:
-        raise Http404("No such job in this campaign.")
-    form = CommandForm({"command": "round"})  # bound, so a refusal shows on the bar
-    form.is_valid()
-    try:
-        relay.human_skip(experiment=access.experiment, job=job)
-    except ValidationError as exc:
-        attach_errors(form, exc)
-    job.refresh_from_db()
-    if form.errors:
-        ctx = {"experiment": access.experiment, "command_form": form, "job": job}
-        return page(request, "campaigns/console/_job_progress.html", ctx, status=INVALID)
-    if not request.htmx:
-        return redirect("console:campaign", pk=access.experiment.pk)
-    return _progress_response(request, access, job)
-
-
-@login_required
-@require_POST
-def command_post(request, pk):
-    """Run a round, /checkpoint, /compress or /clear: answers the job's progress bar."""
-    access = console_access.experiment_for(request, pk, write=True)
-    form = CommandForm(request.POST)
-    job = None
-    if form.is_valid():
-        command = form.cleaned_data["command"]
-        try:
-            if command == "round":
-                job = round_start(experiment=access.experiment, user=request.user)
-            else:
-                job = run_command(experiment=access.experiment, command=command, user=request.user)
-        except ValidationError as exc:
-            attach_errors(form, exc)
-    if job is None:
-        ctx = {"experiment": access.experiment, "command_form": form, "job": None}
-        return page(request, "campaigns/console/_job_progress.html", ctx, status=INVALID)
-    if not request.htmx:
-        return redirect("console:campaign", pk=access.experiment.pk)
-    return _progress_response(request, access, job)
-
-
-def _progress_response(request, access, job: Job) -> HttpResponse:
-    ctx = {"experiment": access.experiment, "job": job, "command_form": CommandForm()}
-    if request.htmx:  # the header's round number, swapped out of band: a round moves it
-        ctx["round_now"] = selectors.current_round(experiment=access.experiment.pk)
-    response = page(request, "campaigns/console/_job_progress.html", ctx)
-    if job.status in (Job.Status.SUCCEEDED, Job.Status.FAILED):
-        if request.method == "GET" and request.htmx:
-            response.status_code = HttpResponseStopPolling.status_code
-        response = trigger_client_event(response, JOB_DONE, {"job": str(job.pk)})
-    return response
-
-
-@login_required
-@require_GET
-def job_progress(request, pk, job_id):
-    """One job's progress bar; 286 (htmx: stop polling) once it has ended."""
-    access = console_access.experiment_for(request, pk, write=True)
-    job, job_access = console_access.get_job_for(request, job_id)
-    if job_access.experiment.pk != access.experiment.pk:
-        raise Http404("No such job in this campaign.")
-    return _progress_response(request, access, job)
 
 
 @login_required

@@ -16,6 +16,7 @@ from campaigns.console import access as console_access
 from campaigns.console.forms import InspectorForm
 from campaigns.console.views.base import campaign_context, login_required, page
 from campaigns.models import LoreEntry
+from campaigns.reads import selectors
 from campaigns.reads.numbering import pack_as_shown, pack_refs, shown_refs
 from campaigns.services.context import pack_for_role
 from campaigns.services.memory.retrieval import pin_reasons
@@ -49,6 +50,11 @@ class ItemRow:
     tokens: int
     state: str  # included | partly | cut
     reason: str
+    label: str = ""  # "Cassia, R3: “I open the door…”", a lore entry's term
+
+    @property
+    def name(self) -> str:
+        return self.label or self.ref
 
 
 @dataclass(frozen=True)
@@ -107,12 +113,17 @@ def _item_reason(section: str, kind: str, ref: str, terms: dict[str, str], conte
 
 
 def inspect(
-    pack: Pack, terms: dict[str, str] | None = None, pins: dict[str, str] | None = None
+    pack: Pack,
+    terms: dict[str, str] | None = None,
+    pins: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
 ) -> dict:
     """Sections with every item's fate, for the template. ``terms``: lore ref → term;
-    ``pins``: retrieval ref → why the role's own /search, /lore or /timeline pinned it."""
+    ``pins``: retrieval ref → why the role's own /search, /lore or /timeline pinned it;
+    ``labels``: ref → the name a person reads (`item_labels`)."""
     terms = terms or {}
     pins = pins or {}
+    labels = labels or {}
     context = " ".join(
         s.text for s in pack.sections if s.name in ("recent", "input", "retrieval")
     ).lower()
@@ -135,7 +146,12 @@ def inspect(
             )
             rows.append(
                 ItemRow(
-                    item.ref, item.kind, item.tokens, "partly" if partly else "included", reason
+                    item.ref,
+                    item.kind,
+                    item.tokens,
+                    "partly" if partly else "included",
+                    reason,
+                    labels.get(item.ref, ""),
                 )
             )
         for (name, ref), trims in events.items():
@@ -152,6 +168,7 @@ def inspect(
                         event.tokens_saved,
                         state,
                         f"{event.action}: {event.reason}",
+                        labels.get(ref, ""),
                     )
                 )
         sections.append(
@@ -188,17 +205,56 @@ def inspect(
     }
 
 
-def compare(a: Pack, b: Pack) -> dict:
-    """What each pack holds that the other does not, by item reference."""
+def compare(
+    a: Pack, b: Pack, labels_a: dict[str, str] | None = None, labels_b: dict[str, str] | None = None
+) -> dict:
+    """What each pack holds that the other does not, by item reference (each named as
+    its own pack's role reads it)."""
+    labels_a, labels_b = labels_a or {}, labels_b or {}
     refs_a = {(s.name, i.ref): i for s in a.sections for i in s.items}
     refs_b = {(s.name, i.ref): i for s in b.sections for i in s.items}
     only_a = sorted(k for k in refs_a if k not in refs_b)
     only_b = sorted(k for k in refs_b if k not in refs_a)
     return {
-        "only_a": [(s, r, refs_a[(s, r)].tokens) for s, r in only_a],
-        "only_b": [(s, r, refs_b[(s, r)].tokens) for s, r in only_b],
+        "only_a": [(s, labels_a.get(r, r), refs_a[(s, r)].tokens) for s, r in only_a],
+        "only_b": [(s, labels_b.get(r, r), refs_b[(s, r)].tokens) for s, r in only_b],
         "shared": len(set(refs_a) & set(refs_b)),
     }
+
+
+FIRST_WORDS = 8
+
+
+def _first_words(text: str) -> str:
+    words = text.split()
+    head, cut = " ".join(words[:FIRST_WORDS]), len(words) > FIRST_WORDS
+    if len(head) > 60:
+        head, cut = head[:60].rstrip(), True
+    return head + ("…" if cut else "")
+
+
+def item_labels(access, role: str, pack: Pack | None, terms: dict[str, str]) -> dict[str, str]:
+    """Names for a pack's items: a turn by speaker, round and first words (read through
+    the visibility selector as ``role``: only turns that role reads are named), lore by
+    its term, a whisper stub without its content."""
+    if pack is None:
+        return {}
+    refs = {i.ref for s in pack.sections for i in s.items} | {e.ref for e in pack.trim_log}
+    ids = {int(r.split(":", 1)[1]) for r in refs if r.startswith("turn:") and r[5:].isdigit()}
+    labels = {ref: f"lore “{term}”" for ref, term in terms.items() if ref in refs}
+    if ids:
+        viewer = selectors.viewer_for_role(experiment=access.experiment, role=role)
+        rows = (
+            selectors.turns_visible_to(experiment=access.experiment, viewer=viewer)
+            .filter(pk__in=ids)
+            .values_list("pk", "speaker", "round", "content")
+        )
+        for pk, speaker, round_, content in rows:
+            labels[f"turn:{pk}"] = f"{speaker}, R{round_}: “{_first_words(content)}”"
+    for ref in refs:
+        if ref.startswith("stub:"):
+            labels[ref] = "a whisper (that it happened, not what it said)"
+    return labels
 
 
 def _lore_terms(access, packs) -> dict[str, str]:
@@ -235,9 +291,12 @@ def inspector(request, pk, role):
     if other:
         other_pack = pack_for_role(experiment=access.experiment, role=other, input_text=input_text)
     terms = _lore_terms(access, [pack, other_pack])
+    # Named while the refs are still ids (each label read as its own role), then every
+    # reference as this reader is shown them: positions in their own stream, not ids.
+    labels = item_labels(access, role, pack, terms)
+    other_labels = item_labels(access, other, other_pack, terms) if other_pack else {}
     pins = pin_reasons(experiment_id=access.experiment.pk, role=role)
     other_pins = pin_reasons(experiment_id=access.experiment.pk, role=other) if other else {}
-    # References as this reader is shown them: positions in their own stream, not ids.
     shown = shown_refs(
         experiment=access.experiment,
         viewer=access.viewer,
@@ -245,17 +304,18 @@ def inspector(request, pk, role):
     )
     pack = pack_as_shown(pack, shown)
     other_pack = pack_as_shown(other_pack, shown) if other_pack is not None else None
-    terms = {shown.get(ref, ref): term for ref, term in terms.items()}
-    pins = {shown.get(ref, ref): why for ref, why in pins.items()}
-    other_pins = {shown.get(ref, ref): why for ref, why in other_pins.items()}
+    terms, labels, other_labels, pins, other_pins = (
+        {shown.get(ref, ref): value for ref, value in mapping.items()}
+        for mapping in (terms, labels, other_labels, pins, other_pins)
+    )
     ctx = campaign_context(access, access.viewer, active="console:context")
-    ctx.update(inspect(pack, terms, pins))
+    ctx.update(inspect(pack, terms, pins, labels))
     ctx.update({"role": role, "form": form, "roles": console_access.roles_of(access)})
     if other_pack is not None:
         ctx["other"] = {
             "role": other,
-            **inspect(other_pack, terms, other_pins),
-            **compare(pack, other_pack),
+            **inspect(other_pack, terms, other_pins, other_labels),
+            **compare(pack, other_pack, labels, other_labels),
         }
     status = 200 if not form.is_bound or form.is_valid() else 422
     return page(request, TEMPLATE, ctx, partial="inspector", status=status)

@@ -60,6 +60,7 @@ class Row:
     job: Job | None
     proposed: int | None
     meters: list[Meter]
+    whispers_waiting: int | None = None  # the DM side's: player whispers not yet answered
 
 
 def _fingerprints(ids: list[int]) -> dict[int, str]:
@@ -135,6 +136,21 @@ def _meters(experiment: Experiment, participants: list[Participant], fingerprint
     return meters
 
 
+def whispers_waiting(experiment: Experiment, dm_roles: set[str]) -> int:
+    """Player whispers to a DM role since the DM side last whispered (its answers): what
+    waits for the DM. Two indexed reads of the experiment's whispers."""
+    whispers = Turn.objects.filter(experiment=experiment, kind=Turn.Kind.WHISPER)
+    last_answer = (
+        whispers.filter(speaker__in=dm_roles).order_by("-seq").values_list("seq", flat=True)
+    ).first() or 0
+    pending = (
+        whispers.filter(seq__gt=last_answer)
+        .exclude(speaker__in=dm_roles)
+        .values_list("visibility", flat=True)
+    )
+    return sum(1 for audience in pending if isinstance(audience, list) and set(audience) & dm_roles)
+
+
 def dashboard_rows(user) -> list[Row]:
     """One row per campaign the user may see. Counts and meters come from the same
     selectors as everything else: a player gets their own role's meter and no one
@@ -176,8 +192,14 @@ def dashboard_rows(user) -> list[Row]:
             .values_list("created_at", flat=True)
             .first()
         )
+        dm_roles = {p.role for p in cast if p.kind == Participant.Kind.DM}
         rows.append(
             Row(
+                whispers_waiting=(
+                    whispers_waiting(experiment, dm_roles)
+                    if dm_roles and (editor or viewer.is_dm)
+                    else None
+                ),
                 experiment=experiment,
                 can_edit=editor,
                 viewer_label="owner" if editor else f"playing {viewer.role}",
@@ -192,11 +214,14 @@ def dashboard_rows(user) -> list[Row]:
 
 @login_required
 def dashboard(request):
+    rows = dashboard_rows(request.user)
+    archived = Experiment.Status.ARCHIVED
     return page(
         request,
         "campaigns/console/dashboard.html",
         {
-            "rows": dashboard_rows(request.user),
+            "rows": [row for row in rows if row.experiment.status != archived],
+            "archived": [row for row in rows if row.experiment.status == archived],
             # Seats offered to this user: the campaign's name, the seat and who offered
             # it, and nothing else of the campaign until they accept.
             "invitations": list(selectors.invitations_for_user(request.user)),

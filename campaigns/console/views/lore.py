@@ -10,9 +10,10 @@ from __future__ import annotations
 import difflib
 
 from django.core.exceptions import ValidationError
-from django.db.models import Prefetch, Q
+from django.db.models import Count, Prefetch, Q
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import reswap, retarget
 
 from campaigns.console import access as console_access
 from campaigns.console.forms import (
@@ -39,9 +40,30 @@ SORTS = (("mentions", "Most mentioned"), ("recent", "Last seen round"), ("term",
 PAGE_LIMIT = 200
 
 
-def _entries(experiment, viewer, params):
+# Entries the DM rejected are the DM side's business: a player's tabs leave them out.
+PLAYER_TABS = tuple(item for item in TABS if item[0] != "rejected")
+# Actions after which the entry belongs in another tab: the list is re-rendered in place.
+MOVING_ACTIONS = ("confirm", "reject", "invalidate", "revalidate")
+
+
+def _tabs(editor: bool):
+    return TABS if editor else PLAYER_TABS
+
+
+def _counts(experiment, viewer) -> dict[str, int]:
+    """How many entries each tab holds for this viewer (one query)."""
+    valid = Q(invalid_from_round__isnull=True)
+    return selectors.lore_visible_to(experiment=experiment, viewer=viewer).aggregate(
+        proposed=Count("id", filter=valid & Q(status=LoreEntry.Status.PROPOSED)),
+        confirmed=Count("id", filter=valid & Q(status=LoreEntry.Status.CONFIRMED)),
+        rejected=Count("id", filter=valid & Q(status=LoreEntry.Status.REJECTED)),
+        invalidated=Count("id", filter=~valid),
+    )
+
+
+def _entries(experiment, viewer, params, tabs=TABS):
     tab = params.get("tab", "proposed")
-    if tab not in dict(TABS):
+    if tab not in dict(tabs):
         tab = "proposed"
     entries = selectors.lore_visible_to(experiment=experiment, viewer=viewer)
     if tab == "invalidated":
@@ -69,21 +91,36 @@ def _entries(experiment, viewer, params):
     return entries, {"tab": tab, "q": q, "sort": sort}
 
 
-def _context(access, viewer, as_role, params, *, create_form=None, merge_form=None, bulk_form=None):
+def _context(
+    access,
+    viewer,
+    as_role,
+    params,
+    *,
+    create_form=None,
+    merge_form=None,
+    bulk_form=None,
+    notice="",
+    reject_instead=None,
+):
     ctx = campaign_context(access, viewer, as_role=as_role, active="console:lore")
-    entries, state = _entries(access.experiment, viewer, params)
-    ctx.update(state)
-    ctx["entries"] = entries
-    ctx["tabs"] = TABS
-    ctx["sorts"] = SORTS
     editor = access.can_edit and not as_role
+    tabs = _tabs(access.can_edit)
+    entries, state = _entries(access.experiment, viewer, params, tabs)
+    ctx.update(state)
+    counts = _counts(access.experiment, viewer)
+    ctx["entries"] = entries
+    ctx["tabs"] = [(value, label, counts.get(value, 0)) for value, label in tabs]
+    ctx["sorts"] = SORTS
     ctx["editor"] = editor
+    ctx["notice"] = notice
+    ctx["reject_instead"] = reject_instead
     if editor:
         roles = console_access.roles_of(access)
         all_entries = list(
             selectors.lore_visible_to(experiment=access.experiment, viewer=viewer)
             .order_by("term", "id")
-            .only("id", "term", "status")[:1000]
+            .only("id", "term", "status", "audience")[:1000]
         )
         ctx["create_form"] = create_form or LoreCreateForm(roles=roles)
         ctx["merge_form"] = merge_form or LoreMergeForm(entries=all_entries)
@@ -102,9 +139,10 @@ def lore(request, pk):
         return page(request, TEMPLATE, ctx, partial="entries")
     access = console_access.experiment_for(request, pk, write=True)
     form = LoreCreateForm(request.POST, roles=console_access.roles_of(access))
+    created = None
     if form.is_valid():
         try:
-            lore_create(
+            created = lore_create(
                 experiment=access.experiment,
                 user=request.user,
                 term=form.cleaned_data["term"],
@@ -114,13 +152,24 @@ def lore(request, pk):
             )
         except ValidationError as exc:
             attach_errors(form, exc)
-    params = {"tab": "confirmed"}
+    params = _list_params(request.POST)  # the list stays on the tab the DM is reading
     if form.errors:
         ctx = _context(access, access.viewer, "", params, create_form=form)
         return page(request, TEMPLATE, ctx, partial="editor", status=INVALID)
     if not request.htmx:
-        return redirect(f"{request.path}?tab=confirmed")
-    return page(request, TEMPLATE, _context(access, access.viewer, "", params), partial="editor")
+        return redirect(f"{request.path}?tab={created.status}")
+    notice = f"Created “{created.term}” ({created.get_status_display().lower()})."
+    ctx = _context(access, access.viewer, "", params, notice=notice)
+    return page(request, TEMPLATE, ctx, partial="editor")
+
+
+def _list_params(data) -> dict:
+    """The list a form was posted from (its tab, search and sort), to re-render it."""
+    return {
+        "tab": data.get("tab", "proposed"),
+        "q": data.get("q", ""),
+        "sort": data.get("sort", "mentions"),
+    }
 
 
 def _entry_context(access, entry, *, form=None):
@@ -163,6 +212,12 @@ def entry_action(request, pk, lid):
         )
     if not request.htmx:
         return redirect("console:lore", pk=access.experiment.pk)
+    if form.cleaned_data["action"] in MOVING_ACTIONS and "tab" in request.POST:
+        # It now belongs in another tab: the list and its counts are re-rendered in place.
+        notice = f"“{entry.term}”: {entry.get_status_display().lower()}."
+        ctx = _context(access, access.viewer, "", _list_params(request.POST), notice=notice)
+        response = page(request, TEMPLATE, ctx, partial="editor")
+        return reswap(retarget(response, "#lore-editor"), "outerHTML")
     ctx = _entry_context(access, entry)
     return page(request, "campaigns/console/lore_entry.html", ctx, partial="entry")
 
@@ -221,10 +276,11 @@ def merge(request, pk):
     access = console_access.experiment_for(request, pk, write=True)
     choices = list(
         selectors.lore_visible_to(experiment=access.experiment, viewer=access.viewer).only(
-            "id", "term", "status"
+            "id", "term", "status", "audience"
         )[:1000]
     )
     form = LoreMergeForm(request.POST, entries=choices)
+    reject_instead = None
     if form.is_valid():
         entries = {
             e.pk: e
@@ -239,10 +295,16 @@ def merge(request, pk):
                 user=request.user,
             )
         except ValidationError as exc:
+            keep, other = entries[form.cleaned_data["keep"]], entries[form.cleaned_data["merge"]]
             attach_errors(form, exc)
-    params = {"tab": request.POST.get("tab", "proposed")}
+            if keep.audience_key != other.audience_key:
+                # The way forward: keep both (each audience reads its own), or reject one.
+                reject_instead = other
+    params = _list_params(request.POST)
     if form.errors:
-        ctx = _context(access, access.viewer, "", params, merge_form=form)
+        ctx = _context(
+            access, access.viewer, "", params, merge_form=form, reject_instead=reject_instead
+        )
         return page(request, TEMPLATE, ctx, partial="editor", status=INVALID)
     if not request.htmx:
         return redirect("console:lore", pk=access.experiment.pk)

@@ -45,6 +45,7 @@ Guarantees:
 from campaigns.services.relay.common import (
     ACTIVE,
     ALREADY_RUNNING,
+    PLAYING,
     ROUND_SOFT_TIME_LIMIT,
     ROUND_TIME_LIMIT,
     WAITING_FOR,
@@ -57,14 +58,16 @@ from campaigns.services.relay.humans import (
     plays_seat,
     waiting_for,
 )
-from campaigns.services.relay.rounds import round_create, round_run, round_start
+from campaigns.services.relay.rounds import check_cast, round_create, round_run, round_start
 
 __all__ = [
     "ACTIVE",
     "ALREADY_RUNNING",
+    "PLAYING",
     "ROUND_SOFT_TIME_LIMIT",
     "ROUND_TIME_LIMIT",
     "WAITING_FOR",
+    "check_cast",
     "human_skip",
     "human_timeout",
     "human_turn_create",

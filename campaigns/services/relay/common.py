@@ -22,6 +22,7 @@ RETRY_ATTEMPTS = 3
 ROUND_SOFT_TIME_LIMIT = 1740  # seconds; the task's limits (see campaigns.tasks.run_round)
 ROUND_TIME_LIMIT = 1800
 ALREADY_RUNNING = "A round is already running."
+PLAYING = "Rounds are being played (Play N rounds); stop that first."
 WAITING_FOR = "The round is waiting for "
 ERROR_CHARS = 300
 ACTIVE = (Job.Status.PENDING, Job.Status.RUNNING, Job.Status.WAITING)

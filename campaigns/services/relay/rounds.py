@@ -12,10 +12,12 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from campaigns.models import Experiment, Job, Participant
+from campaigns.services import dispatch
 from campaigns.services.relay.common import (
     ACTIVE,
     ALREADY_RUNNING,
     HUMAN,
+    PLAYING,
     WAITING_FOR,
     ProgressCallback,
     _describe,
@@ -38,7 +40,8 @@ def _round_running(experiment: Experiment) -> bool:
     return _active_rounds(experiment).exists()
 
 
-def _check_cast(experiment: Experiment) -> None:
+def check_cast(experiment: Experiment) -> None:
+    """A round needs a DM participant and at least one DM or player played by a model."""
     participants = list(experiment.participants.all())
     if not any(p.kind == Participant.Kind.DM for p in participants):
         raise ValidationError({"round": ["The experiment needs a DM participant to run a round."]})
@@ -71,16 +74,22 @@ def _resume_stale(locked: Experiment) -> Job | None:
 
 
 @transaction.atomic
-def round_create(*, experiment: Experiment, user=None) -> Job:
+def round_create(*, experiment: Experiment, user=None, play: Job | None = None) -> Job:
     """The pending Job of the next round, unless one is already pending, running or
     waiting. A round whose worker died (see `stale_after`) is returned instead, pending
     again, to be resumed.
 
-    Raises ValidationError ``{"round": [...]}``. Does not dispatch: `round_start` does,
-    and ``manage.py run_campaign`` runs it in-process with `round_run`.
+    Raises ValidationError ``{"round": [...]}``; while a "Play N rounds" job is active
+    only that job (``play``) starts rounds. Does not dispatch: `round_start` does, and
+    ``manage.py run_campaign`` and `services.play` run it in-process with `round_run`.
     """
     locked = Experiment.objects.select_for_update().get(pk=experiment.pk)
-    _check_cast(locked)
+    check_cast(locked)
+    playing = Job.objects.filter(experiment=locked, kind=Job.Kind.PLAY, status__in=ACTIVE)
+    if play is not None:
+        playing = playing.exclude(pk=play.pk)
+    if playing.exists():
+        raise ValidationError({"round": [PLAYING]})
     resumed = _resume_stale(locked)
     if resumed is not None:
         return resumed
@@ -122,13 +131,19 @@ def round_start(*, experiment: Experiment, user=None) -> Job:
     return job
 
 
-def round_run(*, job_id, on_progress: ProgressCallback | None = None) -> Job | None:
+def round_run(
+    *, job_id, on_progress: ProgressCallback | None = None, continue_play: bool = True
+) -> Job | None:
     """Run the round of a pending Job until it ends or waits for a human. Never raises
     for a model or a step: failures are on the Job and in DM-only system turns.
 
     Returns the Job (``None`` if it no longer exists). A Job that is not pending (already
     claimed, waiting, finished) is returned untouched, unless it is running with no
     progress for `stale_after` (its worker died): then it is claimed and resumed.
+
+    A round of a "Play N rounds" job that waited for a human ends in this call's task;
+    with ``continue_play`` the play job waiting on it is sent on (`services.play`, by
+    task name). The play job runs its rounds inline with ``continue_play=False``.
     """
     now = timezone.now()
     claimable = Job.objects.filter(pk=job_id, kind=Job.Kind.ROUND)
@@ -145,4 +160,16 @@ def round_run(*, job_id, on_progress: ProgressCallback | None = None) -> Job | N
     except Exception as exc:  # the job must end in a state the UI can show
         log.exception("round job %s failed", job_id)
         _update_job(job_id, status=Job.Status.FAILED, message=f"Round failed: {_describe(exc)}")
-    return Job.objects.filter(pk=job_id).first()
+    job = Job.objects.filter(pk=job_id).first()
+    if continue_play and job is not None and job.status not in ACTIVE:
+        _continue_play(job)
+    return job
+
+
+def _continue_play(round_job: Job) -> None:
+    """Send on the play job parked on this (now ended) round, if there is one."""
+    play = Job.objects.filter(
+        experiment_id=round_job.experiment_id, kind=Job.Kind.PLAY, status=Job.Status.WAITING
+    ).first()
+    if play is not None and (play.result or {}).get("round_job") == str(round_job.pk):
+        dispatch.send_on_commit("run_play", str(play.pk))
