@@ -92,12 +92,13 @@ def test_the_first_turn_of_a_round_asks_whether_the_last_round_makes_a_digest_du
     assert not Summary.objects.exists()  # one quiet round: not due yet
     with django_capture_on_commit_callbacks(execute=True):
         make_turn(campaign, round=2, content="Fog.")
-    (digest,) = Summary.objects.all()  # rounds 0-1 make an interval of 2
-    assert (digest.audience, digest.round_to, digest.kind) == (
-        ["Cassia", "DM", "Thorin"],
-        1,
-        "digest",
-    )
+    # Rounds 0-1 make an interval of 2: one digest per participant, each its own audience.
+    digests = Summary.objects.order_by("audience_key")
+    assert [(d.audience, d.round_to, d.kind) for d in digests] == [
+        (["Cassia"], 1, "digest"),
+        (["DM"], 1, "digest"),
+        (["Thorin"], 1, "digest"),
+    ]
 
 
 def test_a_milestone_round_is_summarised_as_soon_as_it_ends(
@@ -112,8 +113,9 @@ def test_a_milestone_round_is_summarised_as_soon_as_it_ends(
         )
         assert not Summary.objects.exists()
         make_turn(campaign, round=2, content="Morning.")
-    (digest,) = Summary.objects.all()
-    assert digest.round_to == 1 and "Idris Vane" in digest.text
+    digests = list(Summary.objects.all())
+    assert len(digests) == 3, "one per participant"
+    assert all(d.round_to == 1 and "Idris Vane" in d.text for d in digests)
 
 
 def test_summarize_audience_for_every_audience_fans_out_one_task_per_audience(
@@ -130,13 +132,16 @@ def test_summarize_audience_for_every_audience_fans_out_one_task_per_audience(
     )
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         result = tasks.summarize_audience.apply(args=[campaign.pk, None, 1, True]).get()
-    assert result == {"dispatched": [["Cassia"], ["DM", "Thorin"]]}
+    # One audience per participant, whoever reads the same turns (issue 23, finding 5).
+    assert result == {"dispatched": [["Cassia"], ["DM"], ["Thorin"]]}
     assert sent(callbacks) == [
         ("summarize_audience", (campaign.pk, ["Cassia"], 1, True)),
-        ("summarize_audience", (campaign.pk, ["DM", "Thorin"], 1, True)),
+        ("summarize_audience", (campaign.pk, ["DM"], 1, True)),
+        ("summarize_audience", (campaign.pk, ["Thorin"], 1, True)),
     ]
     # The per-audience tasks ran (eagerly here); a rerun adds nothing.
-    assert sorted(s.audience_key for s in Summary.objects.all()) == ["|Cassia|", "|DM|Thorin|"]
+    keys = sorted(s.audience_key for s in Summary.objects.all())
+    assert keys == ["|Cassia|", "|DM|", "|Thorin|"]
     again = tasks.summarize_audience.apply(args=[campaign.pk, ["Cassia"], 1, True]).get()
     assert again == {"created": []}
 
