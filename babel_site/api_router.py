@@ -29,6 +29,11 @@ urlpatterns = [
         views.ParticipantDetailView.as_view(),
         name="api-participant",
     ),
+    re_path(
+        rf"{EXPERIMENT}/participants/(?P<pid>[^/]+)/test-connection/$",
+        views.ParticipantConnectionView.as_view(),
+        name="api-participant-connection",
+    ),
     re_path(rf"{EXPERIMENT}/turns/$", views.TurnListView.as_view(), name="api-turns"),
     re_path(
         rf"{EXPERIMENT}/turns/(?P<tid>[^/]+)/reveal/$",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 from django.db.models import OuterRef, Subquery
 
@@ -63,14 +63,21 @@ def stamp(experiment_id: int) -> tuple | None:
 
 
 def get_or_build(
-    *, experiment_id: int, role: str, input_text: str, build: Callable[[], Pack]
+    *,
+    experiment_id: int,
+    role: str,
+    input_text: str,
+    build: Callable[[], Pack],
+    variant: Hashable = None,
 ) -> Pack:
-    """The cached pack for this key, or ``build()`` stored under it."""
+    """The cached pack for this key, or ``build()`` stored under it. ``variant``: what
+    else the pack depends on that no database write changes (the model window, which
+    its server may change)."""
     current = stamp(experiment_id)
     if current is None:  # let the loader raise its usual error
         return build()
     digest = hashlib.sha256(input_text.encode("utf-8", "surrogatepass")).hexdigest()
-    key = (experiment_id, role, digest, current)
+    key = (experiment_id, role, digest, current, variant)
     with _lock:
         pack = _entries.get(key)
         if pack is not None:

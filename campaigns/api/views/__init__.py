@@ -6,6 +6,7 @@ from campaigns.api.views.auth import ObtainTokenView
 from campaigns.api.views.experiments import (
     ExperimentDetailView,
     ExperimentListView,
+    ParticipantConnectionView,
     ParticipantDetailView,
     ParticipantListView,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "LoreDetailView",
     "LoreListView",
     "ObtainTokenView",
+    "ParticipantConnectionView",
     "ParticipantDetailView",
     "ParticipantListView",
     "RoundView",

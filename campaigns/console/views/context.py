@@ -18,6 +18,7 @@ from campaigns.console.views.base import campaign_context, login_required, page
 from campaigns.models import LoreEntry
 from campaigns.services.context import pack_for_role
 from campaigns.services.memory.retrieval import pin_reasons
+from campaigns.services.windows import window_for_role
 from context_engine.render import to_genai, to_openai_messages
 from context_engine.strain import NOTICE
 from context_engine.types import Pack
@@ -216,6 +217,14 @@ def _lore_terms(access, packs) -> dict[str, str]:
     return {f"lore:{pk}": term for pk, term in rows}
 
 
+def _pack(access, role: str, input_text: str) -> Pack:
+    """The pack the relay would send: fitted to the role's model window (the cap shown)."""
+    window = window_for_role(experiment=access.experiment, role=role)
+    return pack_for_role(
+        experiment=access.experiment, role=role, input_text=input_text, window=window
+    )
+
+
 @login_required
 @require_GET
 def inspector(request, pk, role):
@@ -229,10 +238,8 @@ def inspector(request, pk, role):
         other = form.cleaned_data["compare"]
     if other:
         console_access.check_context_role(access, other)
-    pack = pack_for_role(experiment=access.experiment, role=role, input_text=input_text)
-    other_pack = None
-    if other:
-        other_pack = pack_for_role(experiment=access.experiment, role=other, input_text=input_text)
+    pack = _pack(access, role, input_text)
+    other_pack = _pack(access, other, input_text) if other else None
     terms = _lore_terms(access, [pack, other_pack])
     ctx = campaign_context(access, access.viewer, active="console:context")
     ctx.update(inspect(pack, terms, pin_reasons(experiment_id=access.experiment.pk, role=role)))
