@@ -204,7 +204,8 @@ def model_call_record(
     did not answer has no tokens and the server's words in ``error``)."""
     data = prompt_bytes(messages)
     blocks = prefix_fingerprints(data)
-    earlier = ModelCall.objects.filter(experiment=experiment, role=role)
+    # Compared with answered calls only: a refused prompt warmed no provider cache.
+    earlier = ModelCall.objects.filter(experiment=experiment, role=role, status=ModelCall.Status.OK)
     if not role:  # memory workers: each worker's prompts against its own
         earlier = earlier.filter(step=step)
     previous = (
@@ -228,7 +229,7 @@ def model_call_record(
             "cache_name": usage.cache_name[:200],
             "status": status,
             "error": error[:2000],
-            "duration_ms": None if seconds is None else max(0, round(seconds * 1000)),
+            "duration_ms": None if seconds is None else max(0, int(seconds * 1000 + 0.5)),
         },
     )
     return call

@@ -208,6 +208,11 @@ class StandinServer:
         with self._lock:
             return list(self._requests)
 
+    @property
+    def calls(self) -> list[RecordedRequest]:
+        """The model calls among the requests (not metadata, window probes or caches)."""
+        return [r for r in self.requests if r.behaviour != "side"]
+
     def _next_behaviour(self) -> str | Reply:
         with self._lock:
             return self._script.popleft() if self._script else self._default
