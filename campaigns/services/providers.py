@@ -202,8 +202,11 @@ def provider_check_or_400(**fields) -> Check | None:
 def memory_models_check_or_400(config: dict, *, before: dict | None = None) -> None:
     """The memory workers' models a config sets (or changes), asked as a participant's
     are: ValidationError on ``config.KEY`` (or ``config.memory_base_url``) when one cannot
-    be reached. Unchanged ones and ``offline`` are not asked again."""
-    before = before or {}
+    be reached. Unchanged ones and ``offline`` are not asked again. A config that is not
+    an object is left to `clean_config` to refuse."""
+    if not isinstance(config, dict):
+        return
+    before = before if isinstance(before, dict) else {}
     base_url = config.get("memory_base_url") or ""
     moved = base_url != (before.get("memory_base_url") or "")
     errors: dict[str, list[str]] = {}

@@ -23,7 +23,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import DatabaseError, transaction
 
-from campaigns.models import Experiment, Job, ModelCall, Participant
+from campaigns.models import Experiment, Job, ModelCall
 from context_engine.llm import (
     Completion,
     GenerationOptions,
@@ -50,13 +50,6 @@ REFUSED_SECONDS = 600
 
 def _once(fn: Callable[[], Any]) -> Any:
     return fn()
-
-
-def participant_options(participant: Participant) -> GenerationOptions:
-    """The participant's sampling settings for the SDKs (None: the provider's default)."""
-    return GenerationOptions(
-        temperature=participant.temperature, max_output_tokens=participant.max_output_tokens
-    )
 
 
 def step_key(*, round: int, step: str, role: str) -> str:
