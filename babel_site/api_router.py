@@ -39,6 +39,11 @@ urlpatterns = [
         views.CampaignInvitationDetailView.as_view(),
         name="api-campaign-invitation",
     ),
+    re_path(
+        rf"{EXPERIMENT}/participants/(?P<pid>[^/]+)/test-connection/$",
+        views.ParticipantConnectionView.as_view(),
+        name="api-participant-connection",
+    ),
     re_path(rf"{EXPERIMENT}/turns/$", views.TurnListView.as_view(), name="api-turns"),
     re_path(
         rf"{EXPERIMENT}/turns/(?P<tid>[^/]+)/reveal/$",

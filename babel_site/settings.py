@@ -208,6 +208,27 @@ GEMINI_BASE_URL = _url("GEMINI_BASE_URL", {"http", "https"})
 OPENAI_BASE_URL = _url("OPENAI_BASE_URL", {"http", "https"})
 OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
 LLM_TIMEOUT_SECONDS = _int("BABEL_LLM_TIMEOUT", 30, minimum=1)
+# The CPU presets (lmstudio:, ollama:, llamacpp:): a small model on a CPU takes minutes.
+LLM_CPU_TIMEOUT_SECONDS = _int("BABEL_LLM_CPU_TIMEOUT", 300, minimum=1)
+# "Test connection" and the window probes (llama.cpp /props, Ollama /api/show…).
+BABEL_LLM_CHECK_TIMEOUT = _float("BABEL_LLM_CHECK_TIMEOUT", 5.0)
+# A model window read from its server is cached this long per (server, model); a server
+# that did not answer is asked again after a minute.
+BABEL_LLM_WINDOW_TTL = _int("BABEL_LLM_WINDOW_TTL", 600, minimum=0)
+# Tokens kept free for an agent's answer inside its model's window when the participant
+# sets no max output (and sent to the server as its output limit).
+BABEL_DEFAULT_MAX_OUTPUT_TOKENS = _int("BABEL_DEFAULT_MAX_OUTPUT_TOKENS", 1024, minimum=1)
+# Hosts a participant's own base URL may point at (the server calls them: no arbitrary
+# addresses from a form). Loopback and the hosts of GEMINI_BASE_URL / OPENAI_BASE_URL are
+# always allowed; "*" allows any.
+BABEL_LLM_HOSTS = [
+    host.strip().lower()
+    for host in env.str("BABEL_LLM_HOSTS", default="").split(",")
+    if host.strip()
+]
+# The memory workers' model (digests, definitions, vetting) when a campaign names none:
+# unset → Gemini with a key, an OpenAI-compatible server with OPENAI_BASE_URL, else offline.
+BABEL_MEMORY_MODEL = env.str("BABEL_MEMORY_MODEL", default="").strip()
 # Backoff base between retries of a failed model call (then 2×, 4×…), in seconds.
 BABEL_LLM_RETRY_BASE_DELAY = _float("BABEL_LLM_RETRY_BASE_DELAY", 0.5)
 # After a model has failed all its retries, skip it for this long (the fallback is used).

@@ -24,12 +24,17 @@ from campaigns.models import (
     WorldState,
 )
 from campaigns.reads import selectors
+from campaigns.services.providers import clean_provider_fields, provider_check_or_400
 from campaigns.validation import clean_visibility
 
 
 class ParticipantInline(admin.TabularInline):
+    """The cast at a glance; a model and its server are changed on the participant's own
+    page, where they are checked against the server."""
+
     model = Participant
     extra = 0
+    readonly_fields = ("model",)
     fields = (
         "role",
         "kind",
@@ -52,8 +57,57 @@ class ExperimentAdmin(admin.ModelAdmin):
     inlines = [ParticipantInline]
 
 
+class ParticipantAdminForm(forms.ModelForm):
+    """The key is write-only (a password field that never renders its value; blank keeps
+    the stored one), and a new model or server is checked as the API checks it: the form
+    first, then the server itself (`providers.provider_check_or_400`)."""
+
+    api_key = forms.CharField(
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="The server's key, if it needs one. Never shown; blank keeps the stored key.",
+    )
+
+    class Meta:
+        model = Participant
+        fields = (
+            "experiment", "role", "kind", "model", "base_url", "api_key", "timeout_s",
+            "context_window", "temperature", "max_output_tokens", "bio", "identity", "secret",
+            "reveal_round", "order", "user",
+        )  # fmt: skip
+
+    def clean_api_key(self) -> str:
+        value = self.cleaned_data.get("api_key") or ""
+        return value or (self.instance.api_key if self.instance.pk else "")
+
+    def clean(self):
+        data = super().clean()
+        names = ("model", "base_url", "api_key", "timeout_s")
+        changed = (
+            not self.instance.pk
+            or any(n in self.changed_data for n in names)
+            or (self.cleaned_data.get("api_key") != self.instance.api_key)
+        )
+        if self.errors or not changed:
+            return data
+        connection = {name: data.get(name) for name in names}
+        try:
+            clean_provider_fields(
+                **connection,
+                context_window=data.get("context_window"),
+                max_output_tokens=data.get("max_output_tokens"),
+            )
+            provider_check_or_400(**connection)
+        except ValidationError as exc:
+            for field, messages in exc.message_dict.items():
+                self.add_error(field if field in self.fields else None, messages)
+        return data
+
+
 @admin.register(Participant)
 class ParticipantAdmin(admin.ModelAdmin):
+    form = ParticipantAdminForm
     list_display = (
         "role",
         "experiment",

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from context_engine.llm.providers import FORMS, clean_base_url, is_known_model_id
 from context_engine.types import DEFAULT_BUDGETS, STRATEGIES, TURN_KINDS
 from context_engine.visibility import ROLE_PATTERN, VisibilityError, validate_visibility
 
@@ -32,7 +33,10 @@ _INT_KEYS: dict[str, tuple[int, int]] = {
 }
 TIERS = ("hot", "warm", "cold")
 _BOOL_KEYS = ("lend_unused_budget", "show_whisper_existence", "offline_agent_tools")
-_MODEL_KEYS = ("summarizer_model", "hydrator_model", "definer_model")
+# The memory workers' models: one field each, with the participants' presets
+# (context_engine.llm.providers); ``memory_model`` is the default for all three.
+MODEL_KEYS = ("memory_model", "summarizer_model", "hydrator_model", "definer_model")
+_URL_KEYS = ("memory_base_url",)  # the memory workers' server, when not the preset's
 CONFIG_DEFAULTS: dict[str, object] = {
     "strategy": "layered",
     "budgets": dict(DEFAULT_BUDGETS),
@@ -146,7 +150,8 @@ def clean_config(value: object, *, field: str = "config") -> dict:
         "human_timeout_policy",
         *_INT_KEYS,
         *_BOOL_KEYS,
-        *_MODEL_KEYS,
+        *MODEL_KEYS,
+        *_URL_KEYS,
     }
     for key in sorted(value):
         path = f"{field}.{key}"
@@ -167,8 +172,15 @@ def clean_config(value: object, *, field: str = "config") -> dict:
                 errors[path] = [f"{key} must be a whole number from {low} to {high}."]
         elif key in _BOOL_KEYS and not isinstance(item, bool):
             errors[path] = [f"{key} must be true or false."]
-        elif key in _MODEL_KEYS and (not isinstance(item, str) or not item or len(item) > 100):
-            errors[path] = [f"{key} must be a model id such as 'gemini-2.5-flash' or 'offline'."]
+        elif key in MODEL_KEYS and (
+            not isinstance(item, str) or len(item) > 100 or not is_known_model_id(item)
+        ):
+            errors[path] = [f"{key} must be a model id: {FORMS}."]
+        elif key in _URL_KEYS:
+            try:
+                clean_base_url(item)
+            except ValueError as exc:
+                errors[path] = [str(exc)]
         elif key == "budgets":
             errors.update(_budget_errors(item, path, DEFAULT_BUDGETS))
         elif key == "tier_budgets":

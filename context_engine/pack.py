@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from context_engine import strain as strain_mod
+from context_engine import window as window_mod
 from context_engine.candidates import gather
 from context_engine.strategies import STRATEGY_BUILDERS
 from context_engine.types import SECTION_NAMES, STRATEGIES, Pack, PackInput, Section
@@ -25,6 +26,10 @@ def build_pack(inp: PackInput) -> Pack:
     strategy = inp.config.strategy
     if strategy not in STRATEGIES:
         raise ValueError(f"Unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}.")
+    cap = None
+    if inp.window is not None:  # the campaign's budget, capped to the model's window
+        config, cap = window_mod.fit(inp.config, inp.window)
+        inp = replace(inp, config=config)
     view = gather(inp, keep_all_monologues=strategy == "full_history")
     draft = STRATEGY_BUILDERS[strategy](inp, view)
     touched = {e.section for e in draft.events if e.cause in ("budget", "strain")}
@@ -46,4 +51,5 @@ def build_pack(inp: PackInput) -> Pack:
         pressure=strain_mod.pressure(draft.untrimmed, total_budget),
         strain=draft.strain,
         warnings=tuple(draft.warnings),
+        cap=cap,
     )

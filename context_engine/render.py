@@ -101,6 +101,17 @@ def pack_to_dict(pack: Pack, *, debug: bool = False) -> dict[str, Any]:
         "sections": sections,
         "messages": to_openai_messages(pack),
     }
+    if pack.cap is not None:  # the agent's model window was known
+        data["cap"] = {
+            "campaign_budget": pack.cap.campaign_budget,
+            "budget": pack.cap.budget,
+            "capped": pack.cap.capped,
+            "window": pack.cap.window,
+            "reserve": pack.cap.reserve,
+            "margin": pack.cap.margin,
+            "source": pack.cap.source,
+            "reason": pack.cap.reason,
+        }
     if debug:
         data["untrimmed_tokens"] = pack.untrimmed_tokens
         data["trim_log"] = [
@@ -136,6 +147,8 @@ def render_debug(pack: Pack) -> str:
         lent = f"+{s.borrowed}" if s.borrowed else ""
         out.append(f"{s.name:<10} {s.budget:>7} {lent:>6} {s.tokens:>7}  {flag:<7}  {len(s.items)}")
     out.append(f"{'total':<10} {pack.budget:>7} {'':>6} {pack.total_tokens:>7}")
+    if pack.cap is not None:
+        out.append(f"Budget: {pack.cap.reason}")
     out.append("")
     out.append(f"Trim log ({len(pack.trim_log)}):")
     if not pack.trim_log:

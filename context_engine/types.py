@@ -166,6 +166,49 @@ class PackConfig:
 
 
 @dataclass(frozen=True)
+class ModelWindow:
+    """How much one agent's model can read: its context window, where the number came
+    from, and how many tokens its answer may take (`context_engine.window` fits the
+    pack's budget to it)."""
+
+    tokens: int  # the context window (Gemini: the input limit)
+    output_shares: bool = True  # the answer is inside the window (local servers); not Gemini's
+    reserve: int = 0  # tokens kept free for the answer (0: the caller's default)
+    source: str = "declared"  # "declared", "llama.cpp /props n_ctx", "the server's error"…
+    model: str = ""
+    # Server tokens per token we count (cl100k_base), allowed for: see context_engine.window.
+    ratio: float = 1.25
+
+
+@dataclass(frozen=True)
+class BudgetCap:
+    """Why a pack's total budget is what it is: the campaign's, or less to fit a window."""
+
+    campaign_budget: int
+    budget: int  # the total the sections share (scaled from the campaign's when capped)
+    window: int
+    reserve: int  # kept for the answer
+    margin: int  # kept for tokenizer differences and the chat template
+    capped: bool
+    source: str
+    model: str = ""
+
+    @property
+    def reason(self) -> str:
+        where = f"{self.model}'s " if self.model else "the model's "
+        room = (
+            f"{where}{self.window}-token window ({self.source}) less {self.reserve} for the "
+            f"answer and a {self.margin}-token margin"
+        )
+        if self.capped:
+            return (
+                f"capped at {self.budget} of the campaign's {self.campaign_budget} tokens: "
+                f"{room}; every section's share scaled by the same factor"
+            )
+        return f"the campaign's {self.campaign_budget} tokens fit {room}"
+
+
+@dataclass(frozen=True)
 class HistoryNeeds:
     """What the caller must load for one pack (see ``commands.history_needs``).
 
@@ -221,6 +264,8 @@ class PackInput:
     # Results of the role's own /search, /lore, /timeline, for its next pack (filtered
     # again for the role here, like everything else).
     pinned_retrieval: tuple[TurnView | LoreView, ...] = ()
+    # The agent's model window: the total budget is capped to fit it (`window.fit`).
+    window: ModelWindow | None = None
 
 
 @dataclass(frozen=True)
@@ -270,3 +315,4 @@ class Pack:
     pressure: float
     strain: str  # normal | strain_1 | strain_2 | strain_3
     warnings: tuple[str, ...] = ()
+    cap: BudgetCap | None = None  # set when the agent's model window was known

@@ -14,6 +14,10 @@ from context_engine.llm.usage import MAX_OUTPUT_TOKENS_LIMIT, TEMPERATURE_MAX
 from context_engine.types import PARTICIPANT_KINDS, TURN_KINDS
 from context_engine.visibility import parse_stored_visibility
 
+MAX_TIMEOUT_S = 3600  # one model call: an hour at most (the round task's limit is 30 min)
+MIN_CONTEXT_WINDOW = 512  # smaller windows hold no useful pack
+MAX_CONTEXT_WINDOW = 10_000_000
+
 
 class Experiment(models.Model):
     """One campaign run."""
@@ -108,6 +112,29 @@ class Participant(models.Model):
         validators=[MinValueValidator(1), MaxValueValidator(MAX_OUTPUT_TOKENS_LIMIT)],
         help_text=f"Longest answer, 1–{MAX_OUTPUT_TOKENS_LIMIT} tokens. Blank = the default.",
     )
+    # Where the model runs, when not the preset's default (campaigns.services.providers).
+    base_url = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="Server base URL, e.g. http://127.0.0.1:8080/v1. Blank = the preset's.",
+    )
+    api_key = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="The server's key, if it needs one. Never shown again once saved.",
+    )
+    timeout_s = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_TIMEOUT_S)],
+        help_text=f"Seconds one model call may take, 1–{MAX_TIMEOUT_S}. Blank = the preset's.",
+    )
+    context_window = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(MIN_CONTEXT_WINDOW), MaxValueValidator(MAX_CONTEXT_WINDOW)],
+        help_text="The model's context window in tokens. Blank = read from the server.",
+    )
 
     class Meta:
         ordering = ["experiment_id", "order", "id"]
@@ -127,6 +154,16 @@ class Participant(models.Model):
                 condition=Q(max_output_tokens__isnull=True)
                 | Q(max_output_tokens__gte=1, max_output_tokens__lte=MAX_OUTPUT_TOKENS_LIMIT),
                 name="participant_max_output_tokens_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(timeout_s__isnull=True)
+                | Q(timeout_s__gte=1, timeout_s__lte=MAX_TIMEOUT_S),
+                name="participant_timeout_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(context_window__isnull=True)
+                | Q(context_window__gte=MIN_CONTEXT_WINDOW, context_window__lte=MAX_CONTEXT_WINDOW),
+                name="participant_context_window_range",
             ),
         ]
 

@@ -9,7 +9,8 @@ from campaigns.models.campaign import Experiment
 
 
 class ModelCall(models.Model):
-    """One model call an agent (or a memory worker) made: its tokens and prefix stability.
+    """One model call an agent (or a memory worker) made: its tokens and prefix stability,
+    and how it ended (``status``: answered, timed out, too long for the window, failed).
 
     ``key`` makes recording idempotent: a relay step is ``round:R:STEP:ROLE``, so a step
     run twice (a redelivered task, a resumed round) updates its row instead of adding one.
@@ -17,6 +18,12 @@ class ModelCall(models.Model):
     compared with the same agent's previous call to give ``prefix_stable_share``.
     Counts are the provider's usage metadata; offline calls count with our own counter.
     """
+
+    class Status(models.TextChoices):
+        OK = "ok", "Answered"
+        TIMED_OUT = "timed_out", "Timed out"
+        TOO_LONG = "too_long", "Prompt too long"
+        FAILED = "failed", "Failed"
 
     experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="model_calls")
     job = models.ForeignKey(
@@ -36,6 +43,14 @@ class ModelCall(models.Model):
         null=True, blank=True, help_text="Share of prompt bytes equal to the previous call's."
     )
     cache_name = models.CharField(max_length=200, blank=True)
+    status = models.CharField(
+        max_length=16,
+        choices=Status.choices,
+        default=Status.OK,
+        help_text="How the call ended; a failed call has no tokens and says why in error.",
+    )
+    error = models.TextField(blank=True, help_text="The server's words when it did not answer.")
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:

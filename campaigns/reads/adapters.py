@@ -37,6 +37,7 @@ def llm_settings() -> LLMSettings:
         openai_base_url=settings.OPENAI_BASE_URL or None,
         openai_api_key=settings.OPENAI_API_KEY or None,
         timeout_seconds=float(settings.LLM_TIMEOUT_SECONDS),
+        cpu_timeout_seconds=float(settings.LLM_CPU_TIMEOUT_SECONDS),
     )
 
 

@@ -6,15 +6,19 @@ per-agent counts are derived from every agent's prompt, which no player may read
 
 from __future__ import annotations
 
-from django.db.models import Count, F, Max, Min, Sum
+from django.db.models import Count, F, Max, Min, Q, Sum
 
 from campaigns.models import Experiment, ModelCall
+
+# Calls that did not answer (timed out, too long, failed): counted in ``calls`` too.
+FAILED = Count("id", filter=~Q(status=ModelCall.Status.OK))
 
 
 def _totals(row: dict) -> dict:
     cached = row["tokens_cached"] or 0
     return {
         "calls": row["calls"],
+        "failed": row["failed"] or 0,
         "tokens_in": row["tokens_in"] or 0,
         "tokens_cached": cached,
         "tokens_out": row["tokens_out"] or 0,
@@ -34,6 +38,7 @@ def usage_summary(*, experiment: Experiment, round: int | None = None) -> dict:
         calls = calls.filter(round=round)
     sums = {
         "calls": Count("id"),
+        "failed": FAILED,
         "tokens_in": Sum("tokens_in"),
         "tokens_cached": Sum("tokens_cached"),
         "tokens_out": Sum("tokens_out"),
@@ -71,6 +76,7 @@ def usage_rounds(*, experiment: Experiment) -> list[dict]:
         .values("round")
         .annotate(
             calls=Count("id"),
+            failed=FAILED,
             tokens_in=Sum("tokens_in"),
             tokens_cached=Sum("tokens_cached"),
             tokens_out=Sum("tokens_out"),

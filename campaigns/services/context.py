@@ -34,7 +34,7 @@ from context_engine.commands import history_needs
 from context_engine.pack import build_pack
 from context_engine.ranking import Posting
 from context_engine.retrieval import query_for, ranked_hits
-from context_engine.types import Pack, PackInput, ParticipantView
+from context_engine.types import ModelWindow, Pack, PackInput, ParticipantView
 from context_engine.visibility import audience_key
 
 MAX_INPUT_CHARS = 20_000
@@ -43,10 +43,17 @@ PARTICIPANT_COLUMNS = ("role", "kind", "model", "bio", "identity", "secret", "re
 
 
 def pack_for_role(
-    *, experiment: Experiment | int, role: str, input_text: str = "", use_cache: bool = True
+    *,
+    experiment: Experiment | int,
+    role: str,
+    input_text: str = "",
+    use_cache: bool = True,
+    window: ModelWindow | None = None,
 ) -> Pack:
     """The pack ``role`` would receive now. Raises `selectors.UnknownRole`.
 
+    ``window``: the role's model window (`campaigns.services.windows.model_window`); the
+    total budget is capped to fit it and ``Pack.cap`` says why. None: the campaign's.
     Served from the pack cache when an identical pack is current (``use_cache=False``
     always builds: benchmarks, the cache's own tests).
     """
@@ -54,14 +61,16 @@ def pack_for_role(
 
     experiment_id = experiment if isinstance(experiment, int) else experiment.pk
     input_text = input_text[:MAX_INPUT_CHARS]
+
+    def pack_input() -> PackInput:
+        inp = pack_input_for_role(experiment=experiment_id, role=role, input_text=input_text)
+        return replace(inp, window=window) if window is not None else inp
+
     if not use_cache:
-        return build_pack(
-            pack_input_for_role(experiment=experiment_id, role=role, input_text=input_text)
-        )
+        return build_pack(pack_input())
+    # Keyed by the input itself (what the role reads, and the model window): see pack_cache.
     return pack_cache.get_or_build(
-        experiment_id=experiment_id,
-        pack_input=pack_input_for_role(experiment=experiment_id, role=role, input_text=input_text),
-        build=build_pack,
+        experiment_id=experiment_id, pack_input=pack_input(), build=build_pack
     )
 
 

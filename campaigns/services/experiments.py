@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from campaigns.models import Experiment, Participant, Turn, WorldState
+from campaigns.services.providers import clean_provider_fields
 from campaigns.validation import clean_config, clean_role_name, clean_round
 from context_engine.llm.usage import MAX_OUTPUT_TOKENS_LIMIT, TEMPERATURE_MAX
 from context_engine.types import DEFAULT_BUDGETS
@@ -70,9 +71,7 @@ def experiment_delete(*, experiment: Experiment) -> None:
     experiment.delete()
 
 
-def _clean_model_id(model: object) -> None:
-    if not isinstance(model, str) or not model or len(model) > 100:
-        raise ValidationError({"model": ["Model must be a model id such as 'gemini-2.5-flash'."]})
+PROVIDER_FIELDS = ("model", "base_url", "api_key", "timeout_s", "context_window")
 
 
 def clean_model_settings(*, temperature: object = None, max_output_tokens: object = None) -> None:
@@ -101,28 +100,31 @@ _UNSET = object()
 
 
 @transaction.atomic
-def participant_update_model(
-    *,
-    participant: Participant,
-    model: object = _UNSET,
-    temperature: object = _UNSET,
-    max_output_tokens: object = _UNSET,
-) -> Participant:
-    """Change a participant's model id and sampling settings (the next step uses them)."""
-    changes = {
-        name: value
-        for name, value in (
-            ("model", model),
-            ("temperature", temperature),
-            ("max_output_tokens", max_output_tokens),
-        )
-        if value is not _UNSET
-    }
-    if "model" in changes:
-        _clean_model_id(changes["model"])
+def participant_update_model(*, participant: Participant, **changes: object) -> Participant:
+    """Change a participant's model (id, base URL, key, timeout, window) and sampling
+    settings (the next step uses them). Checked without a network here; the API asks
+    the server first (`providers.provider_check_or_400`). The key is never shown, so a
+    blank one keeps the stored key; ``None`` clears it."""
+    allowed = {*PROVIDER_FIELDS, "temperature", "max_output_tokens"}
+    unknown = set(changes) - allowed
+    if unknown:
+        raise ValidationError({key: ["This field cannot be changed."] for key in sorted(unknown)})
+    if changes.get("api_key") == "":
+        changes.pop("api_key")  # never echoed, so never sent back: keep the stored one
+    elif "api_key" in changes and changes["api_key"] is None:
+        changes["api_key"] = ""
+    merged = {name: getattr(participant, name) for name in allowed}
+    merged.update(changes)
     clean_model_settings(
         temperature=changes.get("temperature"), max_output_tokens=changes.get("max_output_tokens")
     )
+    cleaned = clean_provider_fields(
+        **{name: merged[name] for name in PROVIDER_FIELDS},
+        max_output_tokens=merged["max_output_tokens"],
+    )
+    for name in PROVIDER_FIELDS:
+        if name in changes:
+            changes[name] = cleaned[name]
     if "temperature" in changes and changes["temperature"] is not None:
         changes["temperature"] = float(changes["temperature"])
     for name, value in changes.items():
@@ -145,9 +147,14 @@ def participant_fields(
     user=None,
     temperature: float | None = None,
     max_output_tokens: int | None = None,
+    base_url: str = "",
+    api_key: str = "",
+    timeout_s: int | None = None,
+    context_window: int | None = None,
 ) -> dict:
     """A participant's fields, cleaned as `participant_create` stores them (no database
-    read: whether the role is taken is checked when they are written)."""
+    read: whether the role is taken is checked when they are written; no network: the
+    API asks the model's server before)."""
     role = clean_role_name(role)
     clean_model_settings(temperature=temperature, max_output_tokens=max_output_tokens)
     if kind not in PARTICIPANT_KINDS:
@@ -158,11 +165,18 @@ def participant_fields(
         isinstance(order, bool) or not isinstance(order, int) or not 0 <= order <= MAX_ORDER
     ):
         raise ValidationError({"order": [f"Order must be a whole number from 0 to {MAX_ORDER}."]})
-    _clean_model_id(model)
+    provider = clean_provider_fields(
+        model=model,
+        base_url=base_url,
+        api_key=api_key,
+        timeout_s=timeout_s,
+        context_window=context_window,
+        max_output_tokens=max_output_tokens,
+    )
     return {
         "role": role,
         "kind": kind,
-        "model": model,
+        **provider,
         "bio": bio or "",
         "identity": identity or "",
         "secret": secret or "",

@@ -23,7 +23,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import DatabaseError, transaction
 
-from campaigns.models import Experiment, Job, ModelCall, Participant
+from campaigns.models import Experiment, Job, ModelCall
 from context_engine.llm import (
     Completion,
     GenerationOptions,
@@ -50,13 +50,6 @@ REFUSED_SECONDS = 600
 
 def _once(fn: Callable[[], Any]) -> Any:
     return fn()
-
-
-def participant_options(participant: Participant) -> GenerationOptions:
-    """The participant's sampling settings for the SDKs (None: the provider's default)."""
-    return GenerationOptions(
-        temperature=participant.temperature, max_output_tokens=participant.max_output_tokens
-    )
 
 
 def step_key(*, round: int, step: str, role: str) -> str:
@@ -148,7 +141,8 @@ def worker_usage(*, experiment: Experiment, worker: str) -> Iterator[None]:
     with a blank role, ``step`` = ``worker``), also when the block fails after some.
 
     The key is the worker and the prompt's hash: the same prompt run again (a retried
-    task) updates its row, as a relay step does.
+    task) updates its row, as a relay step does. A call that did not answer (timed out,
+    refused, failed) is kept under its own key with its status and the server's words.
     """
     with collecting_usage() as calls:
         try:
@@ -156,15 +150,19 @@ def worker_usage(*, experiment: Experiment, worker: str) -> Iterator[None]:
         finally:
             for call in calls:
                 digest = hashlib.sha256(prompt_bytes(call.messages)).hexdigest()[:32]
+                key = f"{worker}:{digest}"
                 model_call_note(
                     experiment=experiment,
-                    key=f"{worker}:{digest}",
+                    key=key if call.status == "ok" else f"{key}:{call.status}",
                     round=experiment.current_round,
                     role="",
                     step=worker,
                     model=call.model,
                     messages=list(call.messages),
                     usage=call.usage,
+                    status=call.status,
+                    error=call.error,
+                    seconds=call.seconds,
                 )
 
 
@@ -190,12 +188,17 @@ def model_call_record(
     messages: list[Message],
     usage: Usage,
     job: Job | None = None,
+    status: str = ModelCall.Status.OK,
+    error: str = "",
+    seconds: float | None = None,
 ) -> ModelCall:
     """Store one call's usage and prefix stability; recording the same key again updates
-    the row (a step run twice is counted once)."""
+    the row (a step run twice is counted once). ``status`` says how it ended (a call that
+    did not answer has no tokens and the server's words in ``error``)."""
     data = prompt_bytes(messages)
     blocks = prefix_fingerprints(data)
-    earlier = ModelCall.objects.filter(experiment=experiment, role=role)
+    # Compared with answered calls only: a refused prompt warmed no provider cache.
+    earlier = ModelCall.objects.filter(experiment=experiment, role=role, status=ModelCall.Status.OK)
     if not role:  # memory workers: each worker's prompts against its own
         earlier = earlier.filter(step=step)
     previous = (
@@ -217,6 +220,9 @@ def model_call_record(
             "prefix_blocks": blocks,
             "prefix_stable_share": stable_share(previous, blocks, len(data)),
             "cache_name": usage.cache_name[:200],
+            "status": status,
+            "error": error[:2000],
+            "duration_ms": None if seconds is None else max(0, int(seconds * 1000 + 0.5)),
         },
     )
     return call

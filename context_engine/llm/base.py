@@ -32,6 +32,80 @@ class PermanentLLMError(LLMError):
     """Retrying will not help: other 4xx (bad key, bad request), safety block."""
 
 
+class LLMTimeoutError(TransientLLMError):
+    """The call took longer than its timeout; the client closed the connection, so the
+    server (llama.cpp, Ollama, vLLM all watch for it) stops generating."""
+
+
+class ContextLengthError(PermanentLLMError):
+    """The server said the prompt (plus the answer asked for) is longer than the model's
+    context window. Retrying the same prompt cannot help; a smaller one may.
+
+    ``limit`` and ``prompt_tokens`` are the numbers the server gave, when it gave them.
+    """
+
+    def __init__(self, message: str, *, limit: int | None = None, prompt_tokens: int | None = None):
+        super().__init__(message)
+        self.limit = limit
+        self.prompt_tokens = prompt_tokens
+
+    def restated(self, said: str) -> ContextLengthError:
+        """The same refusal worded ``said`` (the client's), with the numbers in words."""
+        if self.limit and self.prompt_tokens and str(self.limit) not in said:
+            said += f" (window {self.limit} tokens, prompt {self.prompt_tokens})"
+        return ContextLengthError(said, limit=self.limit, prompt_tokens=self.prompt_tokens)
+
+
+# How servers say "too long" (a 400, sometimes a 413/422): OpenAI and vLLM ("maximum
+# context length is 8192 tokens … resulted in 11000 tokens", code context_length_exceeded),
+# llama.cpp ("the request exceeds the available context size", exceed_context_size_error,
+# with n_prompt_tokens / n_ctx), LM Studio ("context length … overflows"), Gemini ("The
+# input token count (N) exceeds the maximum number of tokens allowed (M)").
+_TOO_LONG = re.compile(
+    r"context[_ ]length|context (?:size|window)|exceed_context_size|maximum context"
+    r"|input token count|too many tokens|prompt is too long|context overflow",
+    re.IGNORECASE,
+)
+_NUMBERS = (
+    # (limit, prompt) in the order the message gives them
+    (re.compile(r"maximum context length is (\d+).*?(\d+) tokens", re.I | re.S), "limit_first"),
+    (
+        re.compile(r"input token count \((\d+)\) exceeds.*?allowed \((\d+)\)", re.I | re.S),
+        "prompt_first",
+    ),
+    (re.compile(r"n_prompt_tokens\W+(\d+).*?n_ctx\W+(\d+)", re.I | re.S), "prompt_first"),
+    (
+        re.compile(r"keep the first (\d+) tokens.*?context length of only (\d+)", re.I | re.S),
+        "prompt_first",
+    ),
+)
+
+
+def context_length_error(message: str) -> ContextLengthError | None:
+    """A `ContextLengthError` if ``message`` is a server's "too long", else None."""
+    if not _TOO_LONG.search(message or ""):
+        return None
+    limit = prompt = None
+    for pattern, order in _NUMBERS:
+        found = pattern.search(message)
+        if found:
+            a, b = int(found.group(1)), int(found.group(2))
+            limit, prompt = (a, b) if order == "limit_first" else (b, a)
+            break
+    return ContextLengthError(message, limit=limit, prompt_tokens=prompt)
+
+
+def call_status(exc: BaseException | None) -> str:
+    """How a call ended, for the usage record: ok, timed_out, too_long or failed."""
+    if exc is None:
+        return "ok"
+    if isinstance(exc, LLMTimeoutError):
+        return "timed_out"
+    if isinstance(exc, ContextLengthError):
+        return "too_long"
+    return "failed"
+
+
 class InvalidOutputError(LLMError):
     """The model answered, but not usefully: bad JSON, missing fields, empty text."""
 
@@ -127,19 +201,22 @@ def call_with_retries(
     base_delay: float = 0.5,
     max_delay: float = 8.0,
     sleep: Callable[[float], None] = time.sleep,
+    retry_timeouts: bool = True,
 ) -> T:
     """Call ``fn``, retrying only TransientLLMError with exponential backoff.
 
     No jitter: delays are ``base_delay * 2**n`` so tests and logs are reproducible.
     The SDKs' own retries are switched off, so this is the only retry loop.
+    ``retry_timeouts=False``: a timed-out call is not sent again (a model on a CPU that
+    took too long will take as long again, and holds the round meanwhile).
     """
     if attempts < 1:
         raise ValueError("attempts must be at least 1")
     for attempt in range(attempts):
         try:
             return fn()
-        except TransientLLMError:
-            if attempt == attempts - 1:
+        except TransientLLMError as exc:
+            if attempt == attempts - 1 or (isinstance(exc, LLMTimeoutError) and not retry_timeouts):
                 raise
             sleep(min(max_delay, base_delay * (2**attempt)))
     raise AssertionError("unreachable")  # pragma: no cover

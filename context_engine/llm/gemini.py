@@ -10,6 +10,7 @@ respect the JSON shape; we still validate, because a proxy or a stand-in may not
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -19,14 +20,23 @@ from google.genai import types
 
 from context_engine.llm.base import (
     InvalidOutputError,
+    LLMError,
+    LLMTimeoutError,
     Message,
     PermanentLLMError,
     TransientLLMError,
+    context_length_error,
     parse_json_object,
     split_system,
     validate_json,
 )
-from context_engine.llm.usage import Completion, GenerationOptions, Usage, report_usage
+from context_engine.llm.usage import (
+    Completion,
+    GenerationOptions,
+    Usage,
+    report_failure,
+    report_usage,
+)
 
 _TRANSIENT_STATUS = {408, 429, 500, 502, 503, 504}
 
@@ -54,13 +64,17 @@ def _translated_errors(seconds: float) -> Iterator[None]:
     try:
         yield
     except genai_errors.APIError as exc:
+        said = f"Gemini HTTP {exc.code}: {exc.message}"
+        too_long = context_length_error(str(exc.message or ""))
+        if too_long is not None and (exc.code or 0) < 500:
+            raise too_long.restated(said) from exc
         if exc.code in _TRANSIENT_STATUS or (exc.code or 0) >= 500:
-            raise TransientLLMError(f"Gemini HTTP {exc.code}: {exc.message}") from exc
-        raise PermanentLLMError(f"Gemini HTTP {exc.code}: {exc.message}") from exc
+            raise TransientLLMError(said) from exc
+        raise PermanentLLMError(said) from exc
     except genai_errors.UnknownApiResponseError as exc:
         raise InvalidOutputError(f"Gemini sent a response that is not JSON: {exc}") from exc
     except _TIMEOUT_ERRORS as exc:
-        raise TransientLLMError(f"Gemini timed out after {seconds}s") from exc
+        raise LLMTimeoutError(f"Gemini timed out after {seconds:g}s") from exc
     except _TRANSPORT_ERRORS as exc:
         raise TransientLLMError(f"Gemini connection failed: {exc}") from exc
     except (ValueError, TypeError) as exc:  # the SDK could not read the response
@@ -94,8 +108,10 @@ class GeminiClient:
         api_key: str,
         base_url: str | None = None,
         timeout_seconds: float = 30.0,
+        model_id: str | None = None,
     ):
         self.model = model
+        self.model_id = model_id or model  # what usage records name
         self.timeout_seconds = timeout_seconds
         self._client = genai.Client(
             api_key=api_key,
@@ -131,11 +147,21 @@ class GeminiClient:
             ),
             **config,
         )
-        with _translated_errors(seconds):
-            response = self._client.models.generate_content(
-                model=self.model, contents=contents, config=generate_config
-            )
-        report_usage(self.model, messages, _usage_of(response, cached_content))
+        started = time.monotonic()
+        try:
+            with _translated_errors(seconds):
+                response = self._client.models.generate_content(
+                    model=self.model, contents=contents, config=generate_config
+                )
+        except LLMError as exc:
+            report_failure(self.model_id, messages, exc, time.monotonic() - started)
+            raise
+        report_usage(
+            self.model_id,
+            messages,
+            _usage_of(response, cached_content),
+            seconds=time.monotonic() - started,
+        )
         return response
 
     def create_cache(self, *, system: str, ttl_seconds: int, timeout: float | None = None) -> str:

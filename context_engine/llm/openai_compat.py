@@ -10,18 +10,30 @@ our own validation follows, since a server may honour the mode loosely.
 
 from __future__ import annotations
 
+import json
+import time
+
 import openai
 
 from context_engine.llm.base import (
     InvalidOutputError,
+    LLMError,
+    LLMTimeoutError,
     Message,
     PermanentLLMError,
     TransientLLMError,
+    context_length_error,
     parse_json_object,
     schema_instruction,
     validate_json,
 )
-from context_engine.llm.usage import Completion, GenerationOptions, Usage, report_usage
+from context_engine.llm.usage import (
+    Completion,
+    GenerationOptions,
+    Usage,
+    report_failure,
+    report_usage,
+)
 
 _TRANSIENT_STATUS = {408, 409, 429}
 _REFUSED = (400, 404, 415, 422)  # how servers say "I do not know json_schema"
@@ -45,8 +57,12 @@ class OpenAICompatibleClient:
         base_url: str,
         api_key: str | None = None,
         timeout_seconds: float = 30.0,
+        model_id: str | None = None,
+        cpu: bool = False,
     ):
         self.model = model
+        self.cpu = cpu  # a CPU preset: a timed-out call is not sent again
+        self.model_id = model_id or f"openai:{model}"  # what usage records name
         self.base_url = base_url
         self.timeout_seconds = timeout_seconds
         self._client = openai.OpenAI(
@@ -63,34 +79,15 @@ class OpenAICompatibleClient:
         self, messages: list[Message], timeout: float | None, **extra: object
     ) -> tuple[str, object]:
         seconds = self.timeout_seconds if timeout is None else timeout
+        started = time.monotonic()
         try:
-            response = self._client.chat.completions.create(
-                model=self.model,
-                messages=messages,  # type: ignore[arg-type]
-                timeout=seconds,
-                **extra,  # type: ignore[arg-type]
-            )
-        except openai.APITimeoutError as exc:
-            raise TransientLLMError(f"{self.model} timed out after {seconds}s") from exc
-        except openai.APIConnectionError as exc:
-            raise TransientLLMError(f"{self.model} connection failed: {exc}") from exc
-        except openai.APIStatusError as exc:
-            status = exc.status_code
-            if status in _TRANSIENT_STATUS or status >= 500:
-                raise TransientLLMError(f"{self.model} HTTP {status}: {exc.message}") from exc
-            said = str(exc.message).lower()
-            if (
-                status in _REFUSED
-                and "response_format" in extra
-                and any(word in said for word in ("json_schema", "response_format", "schema"))
-            ):
-                raise _Refused(f"{self.model} HTTP {status}: {exc.message}") from exc
-            raise PermanentLLMError(f"{self.model} HTTP {status}: {exc.message}") from exc
-        except openai.OpenAIError as exc:  # response validation and similar
-            raise InvalidOutputError(f"{self.model} response could not be read: {exc}") from exc
-        except ValueError as exc:  # a body that is not JSON
-            raise InvalidOutputError(f"{self.model} response is not JSON: {exc}") from exc
-        report_usage(f"openai:{self.model}", messages, _usage_of(response))  # the model id
+            response = self._send(messages, seconds, extra)
+        except LLMError as exc:
+            report_failure(self.model_id, messages, exc, time.monotonic() - started)
+            raise
+        report_usage(
+            self.model_id, messages, _usage_of(response), seconds=time.monotonic() - started
+        )
         choices = getattr(response, "choices", None)
         if not choices:
             raise InvalidOutputError(f"{self.model} returned no choices.")
@@ -101,6 +98,43 @@ class OpenAICompatibleClient:
         if not text or not text.strip():
             raise InvalidOutputError(f"{self.model} returned an empty answer.")
         return text, response
+
+    def _send(self, messages: list[Message], seconds: float, extra: dict) -> object:
+        """One request; SDK and transport failures → our error kinds. A timeout drops
+        the connection (httpx closes it), which llama.cpp, Ollama and vLLM take as
+        "stop generating"."""
+        try:
+            return self._client.chat.completions.create(
+                model=self.model,
+                messages=messages,  # type: ignore[arg-type]
+                timeout=seconds,
+                **extra,  # type: ignore[arg-type]
+            )
+        except openai.APITimeoutError as exc:
+            raise LLMTimeoutError(f"{self.model_id} timed out after {seconds:g}s") from exc
+        except openai.APIConnectionError as exc:
+            raise TransientLLMError(f"{self.model_id} connection failed: {exc}") from exc
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            said = f"{self.model_id} HTTP {status}: {exc.message}"
+            body = json.dumps(exc.body, default=str) if exc.body is not None else ""
+            too_long = context_length_error(f"{exc.message} {body}")
+            if too_long is not None and status < 500:
+                raise too_long.restated(said) from exc
+            if status in _TRANSIENT_STATUS or status >= 500:
+                raise TransientLLMError(said) from exc
+            lowered = str(exc.message).lower()
+            if (
+                status in _REFUSED
+                and "response_format" in extra
+                and any(word in lowered for word in ("json_schema", "response_format", "schema"))
+            ):
+                raise _Refused(said) from exc
+            raise PermanentLLMError(said) from exc
+        except openai.OpenAIError as exc:  # response validation and similar
+            raise InvalidOutputError(f"{self.model_id} response could not be read: {exc}") from exc
+        except ValueError as exc:  # a body that is not JSON
+            raise InvalidOutputError(f"{self.model_id} response is not JSON: {exc}") from exc
 
     def complete_with_usage(
         self,

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from context_engine.llm.base import Message
+from context_engine.llm.base import Message, call_status
 
 PREFIX_BLOCK_BYTES = 64
 FINGERPRINT_CHARS = 12
@@ -106,11 +106,18 @@ def prefix_hash(text: str) -> str:
 
 @dataclass(frozen=True)
 class CallRecord:
-    """One completed model call: which model, the prompt as sent, what it cost."""
+    """One model call: which model, the prompt as sent, what it cost, how it ended.
+
+    ``status`` is ``ok``, ``timed_out``, ``too_long`` or ``failed`` (`base.call_status`);
+    a call that did not answer has ``error`` (the server's text) and zero usage.
+    """
 
     model: str
     messages: tuple[Message, ...]
     usage: Usage
+    status: str = "ok"
+    error: str = ""
+    seconds: float | None = None
 
 
 _collector: ContextVar[list[CallRecord] | None] = ContextVar("babel_llm_usage", default=None)
@@ -127,8 +134,34 @@ def collecting_usage() -> Iterator[list[CallRecord]]:
         _collector.reset(token)
 
 
-def report_usage(model: str, messages: Sequence[Message], usage: Usage) -> None:
+def report_usage(
+    model: str, messages: Sequence[Message], usage: Usage, *, seconds: float | None = None
+) -> None:
     """Called by the clients after each completed call."""
     calls = _collector.get()
     if calls is not None:
-        calls.append(CallRecord(model=model, messages=tuple(messages), usage=usage))
+        calls.append(
+            CallRecord(model=model, messages=tuple(messages), usage=usage, seconds=seconds)
+        )
+
+
+ERROR_CHARS = 500
+
+
+def report_failure(
+    model: str, messages: Sequence[Message], error: BaseException, seconds: float | None = None
+) -> None:
+    """Called by the clients when a call ends without an answer (timeout, refusal, error),
+    so a failed call is in the usage records with its status and the server's words."""
+    calls = _collector.get()
+    if calls is not None:
+        calls.append(
+            CallRecord(
+                model=model,
+                messages=tuple(messages),
+                usage=Usage(),
+                status=call_status(error),
+                error=" ".join(str(error).split())[:ERROR_CHARS],
+                seconds=seconds,
+            )
+        )

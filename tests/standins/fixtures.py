@@ -6,7 +6,7 @@ test. The ``*_settings`` fixtures give ``LLMSettings`` that route ``client_for``
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -29,6 +29,22 @@ def openai_standin() -> Iterator[OpenAIStandin]:
     server = OpenAIStandin(slow_seconds=STANDIN_TIMEOUT_SECONDS + 1.0)
     with server:
         yield server
+
+
+@pytest.fixture
+def local_server() -> Iterator[Callable[[str], OpenAIStandin]]:
+    """Start an OpenAI-compatible stand-in of a given flavour (llamacpp, ollama, lmstudio,
+    vllm, openai): ``server = local_server("llamacpp")``; all are stopped after the test."""
+    started: list[OpenAIStandin] = []
+
+    def start(flavour: str = "openai") -> OpenAIStandin:
+        server = OpenAIStandin(flavour=flavour, slow_seconds=STANDIN_TIMEOUT_SECONDS + 1.0)
+        started.append(server.start())
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
 
 
 @pytest.fixture

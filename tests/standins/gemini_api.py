@@ -24,6 +24,7 @@ from typing import Any
 from tests.standins.server import RecordedRequest, StandinServer, standin_tokens
 
 _PATH = re.compile(r"^/(?P<version>v1(?:alpha|beta)?\d*)/models/(?P<model>[^/:]+):generateContent$")
+_MODEL = re.compile(r"^/(?P<version>v1(?:alpha|beta)?\d*)/models/(?P<model>[^/:]+)$")
 _CACHES = re.compile(r"^/(?P<version>v1(?:alpha|beta)?\d*)/cachedContents(?:/(?P<id>[^/]+))?$")
 _STATUS = {
     400: "INVALID_ARGUMENT",
@@ -60,7 +61,12 @@ class GeminiStandin(StandinServer):
             self.cache_create_status = None
 
     # -- cachedContents ------------------------------------------------------------------
-    def side_request(self, method: str, path: str, data: Any) -> tuple[int, Any] | None:
+    def side_request(
+        self, method: str, path: str, data: Any, headers: dict[str, str] | None = None
+    ) -> tuple[int, Any] | None:
+        model = _MODEL.match(path)
+        if model is not None and method == "GET":
+            return self._model_metadata(model.group("model"), headers or {})
         match = _CACHES.match(path)
         if match is None:
             return None
@@ -77,6 +83,32 @@ class GeminiStandin(StandinServer):
                 del self.caches[name]
                 return 200, {}
         return 404, self.error_body(404, f"No route for {method} {path}")
+
+    # -- models.get ------------------------------------------------------------------------
+    input_token_limit = 1_048_576
+    known_models = ("gemini-2.5-flash", "gemini-2.5-pro", "gemini-2.0-pro")
+
+    def _model_metadata(self, name: str, headers: dict[str, str]) -> tuple[int, Any]:
+        if not headers.get("x-goog-api-key"):
+            return 403, self.error_body(403, "Method doesn't allow unregistered callers.")
+        if name not in self.known_models:
+            return 404, self.error_body(404, f"models/{name} is not found for API version")
+        limit = self.context_window or self.input_token_limit
+        return 200, {
+            "name": f"models/{name}",
+            "version": "001",
+            "displayName": name,
+            "inputTokenLimit": limit,
+            "outputTokenLimit": 65536,
+            "supportedGenerationMethods": ["generateContent", "countTokens"],
+        }
+
+    def too_long_body(self, prompt_tokens: int, window: int) -> dict:
+        return self.error_body(
+            400,
+            f"The input token count ({prompt_tokens}) exceeds the maximum number of tokens "
+            f"allowed ({window}).",
+        )
 
     def _cache_create(self, data: Any) -> tuple[int, Any]:
         if self.cache_create_status is not None:

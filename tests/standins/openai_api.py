@@ -4,6 +4,13 @@
 client's ``base_url`` is ``http://127.0.0.1:PORT/v1``. Errors use OpenAI's
 ``{"error": {"message", "type", "param", "code"}}`` shape.
 
+``GET /v1/models`` lists ``served`` (with vLLM's ``max_model_len`` when ``flavour`` is
+``vllm``). ``flavour`` also adds the server's own metadata endpoint and its words for
+"too long": ``llamacpp`` — ``GET /props`` (``default_generation_settings.n_ctx``) and
+``exceed_context_size_error``; ``ollama`` — ``POST /api/show`` (``model_info`` and
+``parameters``); ``lmstudio`` — ``GET /api/v0/models/NAME``; ``openai``/``vllm`` —
+"maximum context length is N tokens". ``context_window`` (the server) enforces the window.
+
 Automatic prefix caching as OpenAI does it: ``usage.prompt_tokens_details.cached_tokens``
 counts the tokens of the longest prefix this request shares with an earlier request to
 the same model (0 below ``cache_min_tokens``; the real service starts at 1024).
@@ -50,6 +57,78 @@ class OpenAIStandin(StandinServer):
     api_name = "openai"
     cache_min_tokens = 0
 
+    def __init__(self, *, flavour: str = "openai", **kwargs: Any):
+        super().__init__(**kwargs)
+        self.flavour = flavour
+        self.served: list[str] = ["llama3.1", "local", "qwen"]
+        self.required_key: str | None = None  # set: other keys get a 401
+        self.ollama_num_ctx: int | None = None  # a Modelfile's num_ctx parameter
+
+    # -- metadata ------------------------------------------------------------------------
+    def side_request(
+        self, method: str, path: str, data: Any, headers: dict[str, str] | None = None
+    ) -> tuple[int, Any] | None:
+        window = self.context_window or 8192
+        if method == "GET" and path in ("/v1/models", "/models"):
+            wrong = self.invalid({"model": "m", "messages": [{"role": "user"}]}, headers or {})
+            if wrong is not None and wrong[0] == 401:
+                return 401, self.error_body(*wrong)
+            entries = []
+            for name in self.served:
+                entry = {"id": name, "object": "model", "created": 0, "owned_by": self.flavour}
+                if self.flavour == "vllm":
+                    entry["max_model_len"] = window
+                entries.append(entry)
+            return 200, {"object": "list", "data": entries}
+        if self.flavour == "llamacpp" and method == "GET" and path == "/props":
+            return 200, {
+                "default_generation_settings": {"n_ctx": window, "params": {"n_predict": -1}},
+                "total_slots": 1,
+                "model_path": "/models/standin.gguf",
+            }
+        if self.flavour == "ollama" and method == "POST" and path == "/api/show":
+            name = (data or {}).get("model") or (data or {}).get("name")
+            if name not in self.served:
+                return 404, {"error": f"model '{name}' not found"}
+            parameters = f"num_ctx {self.ollama_num_ctx}\n" if self.ollama_num_ctx else ""
+            return 200, {
+                "parameters": parameters + 'stop "<|im_end|>"',
+                "model_info": {"general.architecture": "llama", "llama.context_length": window},
+            }
+        if self.flavour == "lmstudio" and method == "GET" and path.startswith("/api/v0/models/"):
+            name = path.removeprefix("/api/v0/models/")
+            if name not in self.served:
+                return 404, {"error": "Model not found"}
+            return 200, {
+                "id": name,
+                "max_context_length": window * 4,
+                "loaded_context_length": window,
+            }
+        return None
+
+    def too_long_body(self, prompt_tokens: int, window: int) -> dict:
+        if self.flavour == "llamacpp":
+            return {
+                "error": {
+                    "code": 400,
+                    "message": "the request exceeds the available context size, try increasing it",
+                    "type": "exceed_context_size_error",
+                    "n_prompt_tokens": prompt_tokens,
+                    "n_ctx": window,
+                }
+            }
+        body = self.error_body(
+            400,
+            f"This model's maximum context length is {window} tokens. However, your "
+            f"messages resulted in {prompt_tokens} tokens. Please reduce the length.",
+        )
+        body["error"]["code"] = "context_length_exceeded"
+        return body
+
+    def requested_output(self, data: Any) -> int:
+        value = data.get("max_tokens") if isinstance(data, dict) else None
+        return value if isinstance(value, int) else 0
+
     @property
     def base_url(self) -> str:
         return f"{self.url}/v1"
@@ -79,6 +158,8 @@ class OpenAIStandin(StandinServer):
         return "chat" if path in ("/v1/chat/completions", "/chat/completions") else None
 
     def invalid(self, data: Any, headers: dict[str, str]) -> tuple[int, str] | None:
+        if self.required_key and headers.get("authorization") != f"Bearer {self.required_key}":
+            return 401, "Incorrect API key provided."
         if not isinstance(data, dict) or not isinstance(data.get("model"), str):
             return 400, "you must provide a model parameter"
         messages = data.get("messages")

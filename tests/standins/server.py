@@ -18,7 +18,10 @@ Responses close the connection (no keep-alive), so ``stop()`` really cuts off cl
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -47,6 +50,7 @@ BEHAVIOURS = (
     "disconnect",  # close the socket without answering
     "vet_lines",  # a vetting model answering each proposal line from that line (answers.py)
     "vet_blend",  # a vetting model mixing every line's sentences about a term (answers.py)
+    "too_long",  # the provider's "context length exceeded" 400, with its numbers
 )
 
 
@@ -118,6 +122,12 @@ class StandinServer:
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
+        # The model's context window as the server enforces it (None: no limit): a request
+        # whose prompt (stand-in tokens) plus max output exceeds it gets "too long".
+        self.context_window: int | None = None
+        # Slow answers abandoned by their client (it timed out and closed the connection),
+        # with the seconds the stand-in had been "generating": the server stops there.
+        self.abandoned: list[float] = []
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> StandinServer:
@@ -192,11 +202,18 @@ class StandinServer:
             self._script.clear()
             self._requests.clear()
             self._default = "ok"
+            self.abandoned.clear()
+        self.context_window = None
 
     @property
     def requests(self) -> list[RecordedRequest]:
         with self._lock:
             return list(self._requests)
+
+    @property
+    def calls(self) -> list[RecordedRequest]:
+        """The model calls among the requests (not metadata, window probes or caches)."""
+        return [r for r in self.requests if r.behaviour != "side"]
 
     def _next_behaviour(self) -> str | Reply:
         with self._lock:
@@ -218,9 +235,19 @@ class StandinServer:
     def prompt_of(self, data: dict) -> str:
         raise NotImplementedError
 
-    def side_request(self, method: str, path: str, data: Any) -> tuple[int, Any] | None:
-        """Answer a request that is not a model call (Gemini's cache endpoints), or None."""
+    def side_request(
+        self, method: str, path: str, data: Any, headers: dict[str, str] | None = None
+    ) -> tuple[int, Any] | None:
+        """Answer a request that is not a model call (caches, model metadata), or None."""
         return None
+
+    def too_long_body(self, prompt_tokens: int, window: int) -> dict:
+        """The provider's "context length exceeded" error body (a 400)."""
+        raise NotImplementedError
+
+    def requested_output(self, data: Any) -> int:
+        """The output limit a request asks for (0: none given)."""
+        return 0
 
     def add_usage(self, body: dict, record: RecordedRequest, text: str) -> None:
         """Put the provider's usage block (tokens in, cached, out) into a good answer."""
@@ -267,7 +294,7 @@ class StandinServer:
         except ValueError:
             data = None
         path = handler.path.split("?", 1)[0]
-        side = self.side_request(method, path, data)
+        side = self.side_request(method, path, data, headers)
         if side is not None:
             with self._lock:
                 self._requests.append(
@@ -301,7 +328,33 @@ class StandinServer:
         if problem is not None:
             self._send(handler, problem[0], self.error_body(*problem))
             return
+        window = self.context_window
+        if window is not None and behaviour != "too_long":
+            asked = standin_tokens(record.prompt) + self.requested_output(data)
+            if asked > window:
+                self._send(handler, 400, self.too_long_body(asked, window))
+                return
         self._respond(handler, behaviour, record)
+
+    def _wait_or_abandoned(self, handler: BaseHTTPRequestHandler, seconds: float) -> bool:
+        """ "Generate" for ``seconds``, watching the client's socket as llama.cpp and
+        Ollama do; True (recorded in `abandoned`) when the client closed it first."""
+        started = time.monotonic()
+        sock = handler.connection
+        while True:
+            left = seconds - (time.monotonic() - started)
+            if left <= 0 or self._stopping.is_set():
+                return self._stopping.is_set()
+            readable, _, _ = select.select([sock], [], [], min(left, 0.05))
+            if readable:
+                try:
+                    gone = sock.recv(1, socket.MSG_PEEK) == b""
+                except OSError:
+                    gone = True
+                if gone:
+                    with self._lock:
+                        self.abandoned.append(round(time.monotonic() - started, 3))
+                    return True
 
     def _answer_text(self, record: RecordedRequest, behaviour: str) -> str:
         if record.wants_json:
@@ -313,7 +366,7 @@ class StandinServer:
     ) -> None:
         model = record.model
         if isinstance(behaviour, Reply):
-            if behaviour.delay and self._stopping.wait(behaviour.delay):
+            if behaviour.delay and self._wait_or_abandoned(handler, behaviour.delay):
                 return
             if behaviour.status != 200:
                 message = behaviour.text or f"scripted HTTP {behaviour.status}"
@@ -333,9 +386,12 @@ class StandinServer:
             self._send(handler, 200, self.blocked_body(model))
         elif behaviour == "disconnect":
             handler.close_connection = True  # no bytes at all: the client sees a dropped socket
+        elif behaviour == "too_long":
+            window = self.context_window or 8192
+            self._send(handler, 400, self.too_long_body(window + 1000, window))
         elif behaviour == "slow":
-            if self._stopping.wait(self.slow_seconds):
-                return  # stopped while sleeping: drop the connection
+            if self._wait_or_abandoned(handler, self.slow_seconds):
+                return  # the client gave up (or we stopped): generation stops here
             self._send(handler, 200, self._success(self._answer_text(record, "ok"), record))
         else:  # ok, malformed_json, missing_heading
             text = self._answer_text(record, behaviour)

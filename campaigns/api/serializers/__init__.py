@@ -2,6 +2,8 @@
 
 from campaigns.api.serializers.base import StrictSerializer
 from campaigns.api.serializers.experiments import (
+    ConnectionSerializer,
+    ConnectionTestSerializer,
     ExperimentCreateSerializer,
     ExperimentSerializer,
     ExperimentUpdateSerializer,
@@ -41,6 +43,8 @@ from campaigns.api.serializers.turns import (
 __all__ = [
     "TRANSCRIPT_IMPORT_SCHEMA",
     "CommandSerializer",
+    "ConnectionSerializer",
+    "ConnectionTestSerializer",
     "ContextSerializer",
     "EmptySerializer",
     "ExperimentCreateSerializer",

@@ -18,6 +18,8 @@ from campaigns.api.serializers.base import (
 )
 from campaigns.api.serializers.seats import InvitationSerializer
 from campaigns.models import Experiment, Participant
+from campaigns.models.campaign import MAX_CONTEXT_WINDOW, MAX_TIMEOUT_S, MIN_CONTEXT_WINDOW
+from context_engine.llm.providers import FORMS
 from context_engine.llm.usage import MAX_OUTPUT_TOKENS_LIMIT, TEMPERATURE_MAX
 from context_engine.types import DEFAULT_BUDGETS, STRATEGIES
 
@@ -37,8 +39,15 @@ for _key, (_low, _high) in validation._INT_KEYS.items():
     _config_properties[_key] = {"type": "integer", "minimum": _low, "maximum": _high}
 for _key in validation._BOOL_KEYS:
     _config_properties[_key] = {"type": "boolean"}
-for _key in validation._MODEL_KEYS:
-    _config_properties[_key] = {"type": "string", "minLength": 1, "maxLength": 100}
+for _key in validation.MODEL_KEYS:
+    _config_properties[_key] = {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 100,
+        "description": f"The memory workers' model: {FORMS}.",
+    }
+for _key in validation._URL_KEYS:
+    _config_properties[_key] = {"type": "string", "format": "uri", "maxLength": 300}
 
 CONFIG_SCHEMA = {
     "type": "object",
@@ -102,6 +111,13 @@ class ParticipantSerializer(serializers.ModelSerializer):
         source="shown_reveal_round", allow_null=True, read_only=True
     )
 
+    api_key_set = serializers.SerializerMethodField(
+        help_text="Whether a key is stored (the key itself is never shown)."
+    )
+
+    def get_api_key_set(self, participant: Participant) -> bool:
+        return bool(participant.api_key)
+
     class Meta:
         model = Participant
         fields = [
@@ -117,8 +133,61 @@ class ParticipantSerializer(serializers.ModelSerializer):
             "user",
             "temperature",
             "max_output_tokens",
+            "base_url",
+            "api_key_set",
+            "timeout_s",
+            "context_window",
         ]
         read_only_fields = fields
+
+
+def _provider_fields(*, create: bool) -> dict:
+    """The model's provider settings (checked against the server when set)."""
+    defaults = {"required": False}
+    return {
+        "base_url": StrictCharField(
+            max_length=300,
+            allow_blank=True,
+            **defaults,
+            **({"default": ""} if create else {}),
+            help_text="The server's base URL; blank = the preset's (or OPENAI_BASE_URL).",
+        ),
+        "api_key": StrictCharField(
+            max_length=500,
+            allow_blank=True,
+            allow_null=not create,
+            write_only=True,
+            **defaults,
+            **({"default": ""} if create else {}),
+            help_text="The server's key, never shown back; on update blank keeps it, null clears.",
+        ),
+        "timeout_s": StrictIntegerField(
+            min_value=1,
+            max_value=MAX_TIMEOUT_S,
+            allow_null=True,
+            **defaults,
+            **({"default": None} if create else {}),
+            help_text="Seconds one call may take; null = the preset's (CPU presets longer).",
+        ),
+        "context_window": StrictIntegerField(
+            min_value=MIN_CONTEXT_WINDOW,
+            max_value=MAX_CONTEXT_WINDOW,
+            allow_null=True,
+            **defaults,
+            **({"default": None} if create else {}),
+            help_text="The model's window in tokens; null = read from the server.",
+        ),
+    }
+
+
+# The provider settings as serializer bases (on create: with defaults; on update: absent
+# means unchanged, and a null key clears the stored one).
+ProviderCreateFields = type(
+    "ProviderCreateFields", (StrictSerializer,), _provider_fields(create=True)
+)
+ProviderUpdateFields = type(
+    "ProviderUpdateFields", (StrictSerializer,), _provider_fields(create=False)
+)
 
 
 class ParticipantCreatedSerializer(ParticipantSerializer):
@@ -131,12 +200,17 @@ class ParticipantCreatedSerializer(ParticipantSerializer):
         read_only_fields = fields
 
 
-class ParticipantCreateSerializer(StrictSerializer):
+class ParticipantCreateSerializer(ProviderCreateFields):
     role = StrictCharField(max_length=64, trim_whitespace=False)
     kind = StrictChoiceField(
         choices=Participant.Kind.choices, required=False, default=Participant.Kind.PLAYER
     )
-    model = StrictCharField(max_length=100, required=False, default="human")
+    model = StrictCharField(
+        max_length=100,
+        required=False,
+        default="human",
+        help_text=f"'human', or the model: {FORMS}.",
+    )
     bio = text_field(required=False, default="")
     identity = text_field(required=False, default="")
     secret = text_field(required=False, default="")
@@ -172,7 +246,7 @@ class ParticipantCreateSerializer(StrictSerializer):
     )
 
 
-class ParticipantUpdateSerializer(StrictSerializer):
+class ParticipantUpdateSerializer(ProviderUpdateFields):
     """The model settings of a participant (what a running campaign may change)."""
 
     model = StrictCharField(max_length=100, required=False)
@@ -182,3 +256,30 @@ class ParticipantUpdateSerializer(StrictSerializer):
     max_output_tokens = StrictIntegerField(
         min_value=1, max_value=MAX_OUTPUT_TOKENS_LIMIT, required=False, allow_null=True
     )
+
+
+class ConnectionTestSerializer(ProviderUpdateFields):
+    """Optional settings to test instead of the stored ones (nothing is saved)."""
+
+    model = StrictCharField(max_length=100, required=False)
+    context_window = None  # not a connection setting
+
+
+class ConnectionWindowSerializer(serializers.Serializer):
+    tokens = serializers.IntegerField()
+    source = serializers.CharField()
+    output_shares = serializers.BooleanField()
+
+
+class ConnectionSerializer(serializers.Serializer):
+    """What "Test connection" found (the key is never part of it)."""
+
+    ok = serializers.BooleanField()
+    model = serializers.CharField()
+    server = serializers.CharField()
+    seconds = serializers.FloatField()
+    models = serializers.ListField(child=serializers.CharField())
+    window = ConnectionWindowSerializer(allow_null=True)
+    field = serializers.CharField(allow_null=True, help_text="The setting to fix.")
+    error = serializers.CharField(allow_null=True)
+    warnings = serializers.ListField(child=serializers.CharField())

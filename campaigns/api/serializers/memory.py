@@ -73,6 +73,19 @@ class TrimEventSerializer(serializers.Serializer):
     tokens_saved = serializers.IntegerField()
 
 
+class BudgetCapSerializer(serializers.Serializer):
+    """Why the pack's total budget is what it is (`context_engine.window.fit`)."""
+
+    campaign_budget = serializers.IntegerField()
+    budget = serializers.IntegerField(help_text="The total the sections share.")
+    capped = serializers.BooleanField(help_text="Less than the campaign's, to fit the window.")
+    window = serializers.IntegerField(help_text="The model's context window in tokens.")
+    reserve = serializers.IntegerField(help_text="Tokens kept for the answer.")
+    margin = serializers.IntegerField(help_text="Kept for tokenizer differences and templates.")
+    source = serializers.CharField(help_text="Where the window came from.")
+    reason = serializers.CharField()
+
+
 class ContextSerializer(serializers.Serializer):
     """The shape of `context_engine.render.pack_to_dict` (schema only)."""
 
@@ -88,6 +101,9 @@ class ContextSerializer(serializers.Serializer):
     trim_log = TrimEventSerializer(many=True, required=False, help_text="With ?debug=true.")
     warnings = serializers.ListField(
         child=serializers.CharField(), required=False, help_text="With ?debug=true."
+    )
+    cap = BudgetCapSerializer(
+        required=False, help_text="When the role's model window is known (declared or read)."
     )
 
 

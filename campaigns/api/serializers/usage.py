@@ -13,6 +13,9 @@ class UsageFilterSerializer(serializers.Serializer):
 
 class UsageTotalsSerializer(serializers.Serializer):
     calls = serializers.IntegerField()
+    failed = serializers.IntegerField(
+        help_text="Of those calls, the ones that did not answer (timed out, too long, failed)."
+    )
     tokens_in = serializers.IntegerField()
     tokens_cached = serializers.IntegerField()
     tokens_out = serializers.IntegerField()

@@ -6,6 +6,7 @@ from campaigns.api.views.auth import ObtainTokenView
 from campaigns.api.views.experiments import (
     ExperimentDetailView,
     ExperimentListView,
+    ParticipantConnectionView,
     ParticipantDetailView,
     ParticipantListView,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "LoreDetailView",
     "LoreListView",
     "ObtainTokenView",
+    "ParticipantConnectionView",
     "ParticipantDetailView",
     "ParticipantListView",
     "RoundView",

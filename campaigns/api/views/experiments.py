@@ -11,6 +11,8 @@ from rest_framework.response import Response
 from campaigns.access import get_experiment_for, parse_id, reading_viewer
 from campaigns.api.examples import PARTICIPANT_EXAMPLES
 from campaigns.api.serializers import (
+    ConnectionSerializer,
+    ConnectionTestSerializer,
     ExperimentCreateSerializer,
     ExperimentSerializer,
     ExperimentUpdateSerializer,
@@ -22,10 +24,18 @@ from campaigns.api.serializers import (
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
 from campaigns.reads import selectors
 from campaigns.services.experiments import (
+    PROVIDER_FIELDS,
     experiment_create,
     experiment_delete,
     experiment_update,
     participant_update_model,
+)
+from campaigns.services.providers import (
+    check_as_dict,
+    clean_provider_fields,
+    memory_models_check_or_400,
+    provider_check,
+    provider_check_or_400,
 )
 from campaigns.services.seats import participant_add
 
@@ -45,6 +55,7 @@ class ExperimentListView(ApiView):
     @extend_schema(request=ExperimentCreateSerializer, responses={201: ExperimentSerializer})
     def post(self, request):
         data = validated(ExperimentCreateSerializer, request.data)
+        memory_models_check_or_400(data.get("config") or {})  # the memory workers' servers
         experiment = experiment_create(owner=request.user, **data)
         return Response(ExperimentSerializer(experiment).data, status=status.HTTP_201_CREATED)
 
@@ -64,6 +75,10 @@ class ExperimentDetailView(ApiView):
     def patch(self, request, id):
         access = get_experiment_for(request.user, id, write=True)
         changes = validated(ExperimentUpdateSerializer, request.data)
+        if "config" in changes:
+            memory_models_check_or_400(
+                changes["config"] or {}, before=access.experiment.config or {}
+            )
         experiment = experiment_update(experiment=access.experiment, **changes)
         return Response(ExperimentSerializer(experiment).data)
 
@@ -115,6 +130,7 @@ class ParticipantListView(ApiView):
         names anyone; the user is seated only when they accept it."""
         access = get_experiment_for(request.user, id, write=True)
         data = validated(ParticipantCreateSerializer, request.data)
+        _checked(data)
         participant, invitation = participant_add(
             experiment=access.experiment, invited_by=request.user, **data
         )
@@ -133,8 +149,11 @@ class ParticipantListView(ApiView):
 class ParticipantDetailView(ApiView):
     """`PATCH /api/experiments/{id}/participants/{pid}/`: the participant's model settings.
 
-    ``model``, ``temperature`` (0–2) and ``max_output_tokens`` (1–65536); null restores
-    the provider's default. Owner and staff only; the next round's steps use them.
+    ``model`` and its server (``base_url``, ``api_key``, ``timeout_s``,
+    ``context_window``), ``temperature`` (0–2) and ``max_output_tokens`` (1–65536); null
+    restores the default. A new model or server is asked first: unreachable, refusing
+    the key or not serving the model is a 400 naming the field. Owner and staff only;
+    the next round's steps use them. The key is never shown back.
     """
 
     serializer_class = ParticipantSerializer
@@ -142,14 +161,72 @@ class ParticipantDetailView(ApiView):
     @extend_schema(request=ParticipantUpdateSerializer, responses=ParticipantSerializer)
     def patch(self, request, id, pid):
         access = get_experiment_for(request.user, id, write=True)
-        participant = access.experiment.participants.filter(
-            pk=parse_id(pid, what="Participant")
-        ).first()
-        if participant is None:
-            raise NotFound("Participant not found.")
+        participant = _participant(access, pid)
         changes = validated(ParticipantUpdateSerializer, request.data)
+        _checked(changes, participant)
         participant = participant_update_model(participant=participant, **changes)
         participant.shown_secret = participant.secret
         participant.shown_reveal_round = participant.reveal_round
         participant.shown_identity = participant.identity
         return Response(ParticipantSerializer(participant).data)
+
+
+def _participant(access, pid):
+    participant = access.experiment.participants.filter(
+        pk=parse_id(pid, what="Participant")
+    ).first()
+    if participant is None:
+        raise NotFound("Participant not found.")
+    return participant
+
+
+CONNECTION = ("model", "base_url", "api_key", "timeout_s")
+
+
+def _merged(changes: dict, participant=None) -> dict:
+    """The connection settings after ``changes``: a blank key keeps the stored one, a
+    null key clears it."""
+    merged: dict = {"model": "human", "base_url": "", "api_key": "", "timeout_s": None}
+    if participant is not None:
+        merged.update({name: getattr(participant, name) for name in CONNECTION})
+    for name in CONNECTION:
+        if name not in changes or (name == "api_key" and changes[name] == ""):
+            continue
+        merged[name] = changes[name] if changes[name] is not None or name != "api_key" else ""
+    return merged
+
+
+def _checked(changes: dict, participant=None) -> None:
+    """A new model or server is asked before it is saved (400 on the field to fix)."""
+    if not any(name in changes for name in PROVIDER_FIELDS):
+        return
+    merged = _merged(changes, participant)
+    clean_provider_fields(**merged)  # the form, the host, first: no request to a bad URL
+    provider_check_or_400(**merged)
+
+
+@extend_schema(
+    parameters=[EXPERIMENT_ID, OpenApiParameter("pid", OpenApiTypes.INT, OpenApiParameter.PATH)]
+)
+class ParticipantConnectionView(ApiView):
+    """`POST /api/experiments/{id}/participants/{pid}/test-connection/`: "Test connection".
+
+    Asks the participant's model server (or the settings in the body, unsaved) whether it
+    is there, takes the key and serves the model, and what its context window is.
+    Answers 200 with ``ok`` false and the ``field`` to fix when it is not; a setting that
+    is malformed is a 400 naming it. Owner and staff only; the key is never shown.
+    """
+
+    serializer_class = ConnectionSerializer
+
+    @extend_schema(request=ConnectionTestSerializer, responses=ConnectionSerializer)
+    def post(self, request, id, pid):
+        access = get_experiment_for(request.user, id, write=True)
+        participant = _participant(access, pid)
+        changes = validated(ConnectionTestSerializer, request.data or {})
+        merged = _merged(changes, participant)
+        clean_provider_fields(**merged, allow_human=False)
+        found = provider_check(**merged)
+        if not hasattr(found, "ok"):
+            raise found  # not even tried: unknown or not configured here, on its field
+        return Response(check_as_dict(found))

@@ -29,6 +29,7 @@ from campaigns.reads.numbering import pack_shown_to
 from campaigns.services.context import pack_for_role
 from campaigns.services.memory import run_command
 from campaigns.services.memory.retrieval import RETRIEVAL_COMMANDS, retrieval_run
+from campaigns.services.windows import window_for_role
 from context_engine.render import pack_to_dict
 
 
@@ -86,6 +87,7 @@ class ContextView(ApiView):
             experiment=access.experiment,
             role=role,
             input_text=request.query_params.get("input", ""),
+            window=window_for_role(experiment=access.experiment, role=role),
         )
         pack = pack_shown_to(experiment=access.experiment, viewer=access.viewer, pack=pack)
         return Response(pack_to_dict(pack, debug=debug == "true"))

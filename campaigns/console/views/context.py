@@ -20,6 +20,7 @@ from campaigns.reads import selectors
 from campaigns.reads.numbering import pack_as_shown, pack_refs, shown_refs
 from campaigns.services.context import pack_for_role
 from campaigns.services.memory.retrieval import pin_reasons
+from campaigns.services.windows import window_for_role
 from context_engine.render import to_genai, to_openai_messages
 from context_engine.strain import NOTICE
 from context_engine.types import Pack
@@ -273,6 +274,14 @@ def _lore_terms(access, packs) -> dict[str, str]:
     return {f"lore:{pk}": term for pk, term in rows}
 
 
+def _pack(access, role: str, input_text: str) -> Pack:
+    """The pack the relay would send: fitted to the role's model window (the cap shown)."""
+    window = window_for_role(experiment=access.experiment, role=role)
+    return pack_for_role(
+        experiment=access.experiment, role=role, input_text=input_text, window=window
+    )
+
+
 @login_required
 @require_GET
 def inspector(request, pk, role):
@@ -286,10 +295,8 @@ def inspector(request, pk, role):
         other = form.cleaned_data["compare"]
     if other:
         console_access.check_context_role(access, other)
-    pack = pack_for_role(experiment=access.experiment, role=role, input_text=input_text)
-    other_pack = None
-    if other:
-        other_pack = pack_for_role(experiment=access.experiment, role=other, input_text=input_text)
+    pack = _pack(access, role, input_text)
+    other_pack = _pack(access, other, input_text) if other else None
     terms = _lore_terms(access, [pack, other_pack])
     # Named while the refs are still ids (each label read as its own role), then every
     # reference as this reader is shown them: positions in their own stream, not ids.

@@ -13,8 +13,7 @@ from context_engine.arena import (
     QuestionView,
     derive_facts,
 )
-from context_engine.llm import is_offline
-from context_engine.llm.factory import client_for
+from context_engine.llm.factory import ProviderNotConfigured, client_for
 from context_engine.visibility import parse_stored_visibility
 
 MIN_DIGEST_TOKENS = 200
@@ -92,10 +91,11 @@ def judge_for(name: str, *, sleep=None):
     offline judge, and its note says so."""
     if name in ("", "offline"):
         return OfflineJudge()
-    client = client_for(name, adapters.llm_settings())  # ValueError for an unknown id
-    if is_offline(client):
+    try:
+        client = client_for(name, adapters.llm_settings())
+    except ProviderNotConfigured as exc:  # known, but not reachable from this process
         judge = OfflineJudge()
-        judge.stats.fallback_reason = f"{name}: no model backend configured"
-        return judge
+        judge.stats.fallback_reason = f"{name}: no model backend configured ({exc})"
+        return judge  # an unknown id stays a ValueError for the caller
     kwargs = {"sleep": sleep} if sleep is not None else {}
     return ModelJudge(client, **kwargs)

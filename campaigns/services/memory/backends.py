@@ -1,10 +1,14 @@
 """Which model a memory task talks to, from the experiment's config and the settings.
 
 ``summarizer_model`` writes digests and strategic summaries; ``definer_model`` (else
-``hydrator_model``) defines World Bible terms. Unset, both default to
+``hydrator_model``) defines World Bible terms. Unset, both are ``memory_model`` (the
+campaign's memory workers' model, one field with the participants' presets, at
+``memory_base_url`` when set), else ``BABEL_MEMORY_MODEL``, else
 `default_summarizer_model` (Gemini with a key, an OpenAI-compatible server with a base
-URL, else offline). An id the factory does not know degrades to offline with a warning:
-a background task must not fail on a typo in the config.
+URL, else offline). The ids are checked when the config is set; one this process cannot
+reach anyway (a key or server missing here) degrades to the extractive engine with a
+warning that names the model and what is missing: a background task must not fail on it,
+and the digest records its method (``fallback``).
 """
 
 from __future__ import annotations
@@ -42,23 +46,29 @@ def scaled_sleep(seconds: float) -> None:
 
 def _model_id(experiment: Experiment, *keys: str) -> str:
     config = experiment.config or {}
-    for key in keys:
+    for key in (*keys, "memory_model"):
         value = config.get(key)
         if isinstance(value, str) and value:
             return value
-    return default_summarizer_model(llm_settings())
+    return settings.BABEL_MEMORY_MODEL or default_summarizer_model(llm_settings())
 
 
-def _client(model_id: str) -> LLMClient:
+def _client(model_id: str, experiment: Experiment | None = None) -> LLMClient:
+    base_url = ((experiment.config or {}) if experiment is not None else {}).get("memory_base_url")
     try:
-        return client_for(model_id, llm_settings())
-    except ValueError:
-        log.warning("unknown model id %r in the experiment config; working offline", model_id)
+        return client_for(model_id, llm_settings(), base_url=base_url or None)
+    except ValueError as exc:
+        log.warning(
+            "memory model %r cannot be used in this process (%s); the extractive engine "
+            "works instead",
+            model_id,
+            exc,
+        )
         return OfflineClient()
 
 
 def summarizer_client(experiment: Experiment) -> LLMClient:
-    return _client(_model_id(experiment, "summarizer_model"))
+    return _client(_model_id(experiment, "summarizer_model"), experiment)
 
 
 def definer_configured(experiment: Experiment) -> bool:
@@ -69,7 +79,7 @@ def definer_configured(experiment: Experiment) -> bool:
 
 
 def definer_client(experiment: Experiment) -> LLMClient:
-    return _client(_model_id(experiment, "definer_model", "hydrator_model"))
+    return _client(_model_id(experiment, "definer_model", "hydrator_model"), experiment)
 
 
 # -- circuit breaker ----------------------------------------------------------------------

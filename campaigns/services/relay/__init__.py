@@ -29,7 +29,14 @@ Guarantees:
   hesitation; a human DM gets the note). Whichever comes first stores the step; the other
   finds the key taken and does nothing.
 - The Job ends ``succeeded`` when at least one step stored its turns, ``failed`` (with
-  the last error) when none could; its ``result`` lists every step.
+  the last error) when none could; its ``result`` lists every step. A failed round did
+  not happen: the clock goes back to the round before and the round's step rows go, so
+  the next run plays the same round whole (`_Round.close_failed`; DM-only failure notes
+  stay).
+- Each pack fits its model's window (`campaigns.services.windows`, `relay.fitting`): a
+  server's "too long" is never resent unchanged (once more on a smaller pack, then the
+  step fails saying so); a model whose provider this process cannot reach fails its
+  step, never plays offline; every call, answered or not, is in the usage records.
 - One round at a time per experiment: `round_create` takes the experiment's row lock
   (the lock `turn_create` takes) before looking for an active round job (pending,
   running or waiting), so two concurrent starts serialise and the second gets a

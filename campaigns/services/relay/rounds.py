@@ -155,11 +155,22 @@ def round_run(
     job = Job.objects.select_related("experiment").filter(pk=job_id).first()
     if job is None or not claimed:
         return job
+    run = None
     try:
-        _Round(job, on_progress).run()
+        run = _Round(job, on_progress)
+        run.run()
     except Exception as exc:  # the job must end in a state the UI can show
         log.exception("round job %s failed", job_id)
-        _update_job(job_id, status=Job.Status.FAILED, message=f"Round failed: {_describe(exc)}")
+        back = False
+        if run is not None:
+            try:  # no agent acted: the clock goes back (a half round is never left)
+                back = run.close_failed()
+            except Exception:
+                log.exception("round job %s: the clock could not be set back", job_id)
+        clock = f"; the clock stays at round {run.round - 1}" if back and run else ""
+        _update_job(
+            job_id, status=Job.Status.FAILED, message=f"Round failed{clock}: {_describe(exc)}"
+        )
     job = Job.objects.filter(pk=job_id).first()
     if continue_play and job is not None and job.status not in ACTIVE:
         _continue_play(job)

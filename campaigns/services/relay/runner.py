@@ -172,12 +172,15 @@ class _Round(_Steps):
         stored = sum(len(s["turns"]) for s in done)
         if not [s for s in done if s["status"] == "ok"]:
             last = failed[-1]["error"] if failed else "no agent could act"
-            self._report(
-                100,
-                f"Round {self.round} failed: no agent could act. Last error: {last}",
-                status=Job.Status.FAILED,
-                result=self.result,
-            )
+            with transaction.atomic():
+                self.close_failed()
+                self._report(
+                    100,
+                    f"Round {self.round} failed: no agent could act; the clock stays at "
+                    f"round {self.round - 1}. Last error: {last}",
+                    status=Job.Status.FAILED,
+                    result=self.result,
+                )
             return
         message = f"Round {self.round} done: {stored} turn(s) from {len(done)} step(s)"
         if failed:
@@ -193,6 +196,25 @@ class _Round(_Steps):
         if held:
             message += f"; {held} answer(s) held for the DM's review"
         self._report(100, message, status=Job.Status.SUCCEEDED, result=self.result)
+
+    def close_failed(self) -> bool:
+        """A round in which no agent acted did not happen: the clock goes back to the
+        round before (if it still shows this one), and this round's step rows go, so the
+        next run plays the same round whole. The failure notes stay (DM-only), and so do
+        reveals, which the rounds before had earned. False when an agent did act (the
+        round stands) or a later round has opened."""
+        with transaction.atomic():
+            Experiment.objects.select_for_update().get(pk=self.experiment.pk)
+            rows = RoundStep.objects.filter(experiment=self.experiment, round=self.round)
+            if rows.filter(status=RoundStep.Status.OK).exists():
+                return False
+            back = Experiment.objects.filter(
+                pk=self.experiment.pk, current_round=self.round
+            ).update(current_round=self.round - 1)
+            if back:
+                rows.delete()
+                self.experiment.current_round = self.round - 1
+        return bool(back)
 
     # a human who did not act ------------------------------------------------------
     def time_out(self, *, step: str, role: str, seconds: int | None, skipped: bool = False) -> str:

@@ -12,11 +12,11 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, IntegrityError, transaction
 
-from campaigns.models import Experiment, Job, Participant, RoundStep, Turn
-from campaigns.reads.adapters import llm_settings
+from campaigns.models import Experiment, Job, ModelCall, Participant, RoundStep, Turn
 from campaigns.services.context import pack_for_role
 from campaigns.services.holds import turn_hold
 from campaigns.services.output_guard import PASS, OutputGuard, Verdict, wider_than_speaker
+from campaigns.services.providers import participant_client
 from campaigns.services.relay.common import (
     HUMAN,
     HUMAN_ANSWERS,
@@ -25,17 +25,26 @@ from campaigns.services.relay.common import (
     _describe,
     _update_job,
 )
+from campaigns.services.relay.fitting import TooLong, fitted_answer
 from campaigns.services.relay_tools import answer_with_memory
 from campaigns.services.turns import turn_create
 from campaigns.services.usage import (
     model_call_complete,
     model_call_note,
-    participant_options,
     step_key,
 )
+from campaigns.services.windows import call_options, model_window
 from campaigns.validation import max_content_chars
 from context_engine.agent_output import ParsedTurn, parse_agent_output
-from context_engine.llm import LLMError, call_with_retries, client_for, is_offline, offline_usage
+from context_engine.llm import (
+    ContextLengthError,
+    LLMError,
+    Usage,
+    call_status,
+    call_with_retries,
+    is_offline,
+    offline_usage,
+)
 from context_engine.relay import ANSWER, OfflineAgent, Step, step_instruction
 from context_engine.render import frozen_prefix, to_openai_messages
 
@@ -145,23 +154,46 @@ class _Steps:
             self._store_failure(step, participant, str(exc))
 
     def _ask(self, step: Step, participant: Participant) -> list[ParsedTurn]:
-        """Build the pack, call the model (with retries), parse. Outside any transaction."""
+        """Build the pack (fitted to the model's window), call the model (with retries;
+        a "too long" once more on a smaller pack, `relay.fitting`), parse. Outside any
+        transaction. A provider this process cannot reach fails the step: never offline
+        under another model's name."""
         instruction = step_instruction(step)
         role = participant.role
-        pack = pack_for_role(experiment=self.experiment, role=role, input_text=instruction)
         try:
-            client = client_for(participant.model, llm_settings())
+            client = participant_client(participant)
         except ValueError as exc:
             raise _StepFailed(_describe(exc)) from exc
+        state = {"input": instruction, "window": model_window(participant)}
+
+        def build(window):
+            return pack_for_role(
+                experiment=self.experiment, role=role, input_text=state["input"], window=window
+            )
+
+        def ask(looked_up: bool) -> str:
+            text, state["window"] = fitted_answer(
+                participant=participant,
+                window=state["window"],
+                build=build,
+                call=lambda pack, window: self._call(
+                    client, pack, step, participant, looked_up=looked_up, window=window
+                ),
+                fail=_StepFailed,
+            )
+            return text
+
+        def rebuild(note: str):
+            state["input"] = f"{instruction}\n\n{note}"
+            return build(state["window"])
+
         # The memory tool (relay_tools): lookup lines run as this role, then one more call.
         answer = answer_with_memory(
             experiment=self.experiment,
             role=role,
-            text=self._call(client, pack, step, participant),
-            rebuild=lambda note: pack_for_role(
-                experiment=self.experiment, role=role, input_text=f"{instruction}\n\n{note}"
-            ),
-            ask=lambda again: self._call(client, again, step, participant, looked_up=True),
+            text=ask(False),
+            rebuild=rebuild,
+            ask=lambda _pack: ask(True),
         )
         parsed = parse_agent_output(
             answer.text,
@@ -175,48 +207,74 @@ class _Steps:
         return parsed
 
     def _call(
-        self, client, pack, step: Step, participant: Participant, *, looked_up: bool = False
+        self,
+        client,
+        pack,
+        step: Step,
+        participant: Participant,
+        *,
+        looked_up: bool = False,
+        window=None,
     ) -> str:
-        """One model call (with retries) for ``pack``, its usage recorded (`ModelCall`);
-        the offline agent answers locally. The call after a memory lookup is keyed apart."""
+        """One model call (with retries) for ``pack``, its usage recorded (`ModelCall`),
+        a call that did not answer too, with its status; the offline agent answers
+        locally. The call after a memory lookup is keyed apart, a failed call by status."""
         messages = to_openai_messages(pack)
-        if is_offline(client):
-            tools = bool((self.experiment.config or {}).get("offline_agent_tools"))
-            text = OfflineAgent(tools=tools).respond(pack, step, looked_up=looked_up)
-            used = offline_usage(messages, text)
-        else:
-            retry = partial(
-                call_with_retries,
-                attempts=RETRY_ATTEMPTS,
-                base_delay=_retry_base_delay(),
-                sleep=_sleep,
-            )
-            try:
-                completion = model_call_complete(
-                    experiment=self.experiment,
-                    role=participant.role,
-                    client=client,
-                    messages=messages,
-                    options=participant_options(participant),
-                    frozen_prefix=frozen_prefix(pack),
-                    retry=retry,
-                )
-            except LLMError as exc:
-                raise _StepFailed(f"{type(exc).__name__}: {_describe(exc)}") from exc
-            text, used = completion.text, completion.usage
         key = step_key(round=self.round, step=step.kind, role=participant.role)
-        model_call_note(
+        key = f"{key}:lookup" if looked_up else key
+        record = partial(
+            model_call_note,
             experiment=self.experiment,
             job=self.job,
-            key=f"{key}:lookup" if looked_up else key,
             round=self.round,
             role=participant.role,
             step=step.kind,
             model=participant.model,
             messages=messages,
-            usage=used,
         )
-        return text
+        if is_offline(client):
+            tools = bool((self.experiment.config or {}).get("offline_agent_tools"))
+            text = OfflineAgent(tools=tools).respond(pack, step, looked_up=looked_up)
+            record(key=key, usage=offline_usage(messages, text))
+            return text
+        retry = partial(
+            call_with_retries,
+            attempts=RETRY_ATTEMPTS,
+            base_delay=_retry_base_delay(),
+            sleep=_sleep,
+            # a model on a CPU that timed out takes as long again: not resent
+            retry_timeouts=not getattr(client, "cpu", False),
+        )
+        started = time.monotonic()
+        try:
+            completion = model_call_complete(
+                experiment=self.experiment,
+                role=participant.role,
+                client=client,
+                messages=messages,
+                options=call_options(participant, window),
+                frozen_prefix=frozen_prefix(pack),
+                retry=retry,
+            )
+        except LLMError as exc:
+            status = call_status(exc)
+            record(
+                key=f"{key}:{status}",
+                usage=Usage(),
+                status=status,
+                error=_describe(exc),
+                seconds=time.monotonic() - started,
+            )
+            if isinstance(exc, ContextLengthError):
+                raise TooLong(exc, pack) from exc
+            raise _StepFailed(f"{type(exc).__name__}: {_describe(exc)}") from exc
+        record(
+            key=key,
+            usage=completion.usage,
+            status=ModelCall.Status.OK,
+            seconds=time.monotonic() - started,
+        )
+        return completion.text
 
     def _clip(self, content: str) -> str:
         """Content over the experiment's limit is cut, saying so (never a failed write)."""

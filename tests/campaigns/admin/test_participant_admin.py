@@ -24,6 +24,10 @@ def form_data(participant, **changes):
         "user": "",
         "temperature": "",
         "max_output_tokens": "",
+        "base_url": participant.base_url,
+        "api_key": "",
+        "timeout_s": "",
+        "context_window": "",
     }
     data.update(changes)
     return data
@@ -66,3 +70,36 @@ def test_model_calls_are_listed_read_only(client, staff_user, campaign):
     page = client.get(reverse("admin:campaigns_modelcall_changelist"))
     assert page.status_code == 200 and "narrate" in page.content.decode()
     assert client.get(reverse("admin:campaigns_modelcall_add")).status_code == 403
+
+
+def test_the_key_is_never_rendered_and_a_blank_key_keeps_the_stored_one(
+    client, staff_user, campaign
+):
+    dm = campaign.participants.get(role="DM")
+    dm.api_key = "sk-admin-secret"
+    dm.save(update_fields=["api_key"])
+    client.force_login(staff_user)
+    url = reverse("admin:campaigns_participant_change", args=[dm.pk])
+    assert "sk-admin-secret" not in client.get(url).content.decode()
+    response = client.post(url, form_data(dm, api_key="", temperature="0.3", base_url="",
+                                          timeout_s="", context_window=""))  # fmt: skip
+    assert response.status_code == 302
+    dm.refresh_from_db()
+    assert (dm.api_key, dm.temperature) == ("sk-admin-secret", 0.3)
+
+
+def test_a_model_whose_server_does_not_answer_is_an_error_on_its_field(
+    client, staff_user, campaign
+):
+    dm = campaign.participants.get(role="DM")
+    client.force_login(staff_user)
+    url = reverse("admin:campaigns_participant_change", args=[dm.pk])
+    data = form_data(
+        dm, model="llamacpp:x", base_url="http://127.0.0.1:9/v1", api_key="", timeout_s="",
+        context_window="",
+    )  # fmt: skip
+    response = client.post(url, data)
+    assert response.status_code == 200
+    assert "base_url" in response.context["adminform"].form.errors
+    dm.refresh_from_db()
+    assert dm.model == "human"

@@ -75,7 +75,7 @@ def test_create_a_participant_offered_to_a_user_who_accepts(api, campaign, owner
     body = {
         "role": "Brannoc",
         "kind": "player",
-        "model": "gemini-2.5-flash",
+        "model": "offline",
         "bio": "A ferryman.",
         "identity": "You play Brannoc.",
         "secret": "He sank the ferry.",
@@ -87,7 +87,7 @@ def test_create_a_participant_offered_to_a_user_who_accepts(api, campaign, owner
     stored = Participant.objects.get(experiment=campaign, role="Brannoc")
     assert (stored.kind, stored.model, stored.secret, stored.reveal_round, stored.user) == (
         "player",
-        "gemini-2.5-flash",
+        "offline",
         "He sank the ferry.",
         5,
         None,

@@ -17,6 +17,7 @@ SPEC_OPERATIONS = {
     "/api/experiments/{id}/": {"get", "patch", "delete"},
     "/api/experiments/{id}/participants/": {"get", "post"},
     "/api/experiments/{id}/participants/{pid}/": {"patch"},
+    "/api/experiments/{id}/participants/{pid}/test-connection/": {"post"},
     "/api/experiments/{id}/usage/": {"get"},
     "/api/experiments/{id}/turns/": {"get", "post"},
     "/api/experiments/{id}/turns/{tid}/reveal/": {"post"},

@@ -104,7 +104,10 @@ def participants_url(experiment, pid=None) -> str:
     return base if pid is None else f"{base}{pid}/"
 
 
-def test_a_participant_is_created_with_its_model_settings(api, campaign, owner):
+def test_a_participant_is_created_with_its_model_settings(
+    api, campaign, owner, settings, gemini_standin
+):
+    settings.GEMINI_API_KEY, settings.GEMINI_BASE_URL = "standin-key", gemini_standin.base_url
     body = {
         "role": "Mira",
         "model": "gemini-2.5-flash",
@@ -147,7 +150,10 @@ def test_out_of_range_settings_are_400s_naming_the_field_and_store_nothing(
     assert Participant.objects.count() == before
 
 
-def test_the_owner_patches_model_settings_and_null_restores_the_default(api, campaign, owner):
+def test_the_owner_patches_model_settings_and_null_restores_the_default(
+    api, campaign, owner, settings, openai_standin
+):
+    settings.OPENAI_BASE_URL = openai_standin.base_url
     dm = campaign.participants.get(role="DM")
     client = api(owner)
     body = {"model": "openai:local", "temperature": 0, "max_output_tokens": MAX_OUTPUT_TOKENS_LIMIT}

@@ -361,6 +361,33 @@ def test_an_openai_compatible_server_can_write_the_digest_and_fail_over_to_the_t
     assert "R1 Thorin:" in hinge_index(failed) and "R2 DM:" in hinge_index(failed)
 
 
+def test_a_memory_model_this_process_cannot_reach_falls_back_and_says_why(
+    campaign, fog, settings, caplog
+):
+    settings.OPENAI_BASE_URL = ""
+    experiment_update(experiment=campaign, config={"memory_model": "openai:llama3.1"})
+    with caplog.at_level("WARNING", logger="campaigns.services.memory.backends"):
+        summary = fold(campaign, ["Thorin"], 1)
+    assert summary.method == "fallback"
+    (warning,) = [r.getMessage() for r in caplog.records if "openai:llama3.1" in r.getMessage()]
+    assert "OPENAI_BASE_URL" in warning and "extractive engine" in warning
+
+
+def test_a_campaigns_memory_model_and_server_are_what_the_workers_use(
+    campaign, fog, settings, local_server
+):
+    server = local_server("ollama")
+    server.served = ["qwen2.5"]
+    settings.BABEL_LLM_RETRY_BASE_DELAY = 0.01
+    experiment_update(
+        experiment=campaign,
+        config={"memory_model": "ollama:qwen2.5", "memory_base_url": server.base_url},
+    )
+    summary = fold(campaign, ["Thorin"], 1)
+    assert (summary.method, summary.model) == ("llm", "qwen2.5")
+    assert {r.model for r in server.calls} == {"qwen2.5"}
+
+
 def test_a_restore_records_who_restored_which_version(campaign, owner):
     from campaigns.services.memory import summary_restore
 

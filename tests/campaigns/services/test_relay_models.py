@@ -106,7 +106,7 @@ def test_a_round_on_gemini_stores_what_each_agent_wrote_with_the_right_audience(
             False,
         ),
     ]
-    requests = gemini_standin.requests
+    requests = gemini_standin.calls
     assert [r.model for r in requests] == [MODEL] * 4
     dm_call, thorin_call, cassia_call, answer_call = (r.prompt for r in requests)
     assert "Round 1 begins" in dm_call
@@ -127,7 +127,7 @@ def test_5xx_are_retried_with_backoff_then_the_step_is_recorded_as_failed_for_th
     gemini_standin.script([Reply(CASSIA_WHISPERS), Reply(DM_ANSWERS_CASSIA)])
     job = play(table, owner, django_capture_on_commit_callbacks)
 
-    assert len(gemini_standin.requests) == 1 + 3 + 1 + 1
+    assert len(gemini_standin.calls) == 1 + 3 + 1 + 1
     assert table.sleeps == [0.01, 0.02], "exponential backoff between the three attempts"
     turns = Turn.objects.filter(experiment=table, round=1).order_by("seq")
     assert not turns.filter(speaker="Thorin").exists()
@@ -171,7 +171,7 @@ def test_a_permanent_error_is_not_retried(
 ):
     gemini_standin.script([Reply(DM_NARRATION), "400", Reply(CASSIA_ACTS)])
     job = play(table, owner, django_capture_on_commit_callbacks)
-    assert len(gemini_standin.requests) == 3
+    assert len(gemini_standin.calls) == 3
     assert table.sleeps == []
     failure = Turn.objects.get(experiment=table, kind="system")
     assert "PermanentLLMError" in failure.content and "400" in failure.content
@@ -187,7 +187,7 @@ def test_when_every_call_fails_the_job_fails_with_the_error_and_nothing_is_lost(
 
     assert job.status == "failed"
     assert "no agent could act" in job.message and "500" in job.message
-    assert len(gemini_standin.requests) == 3 * 3
+    assert len(gemini_standin.calls) == 3 * 3
     failures = Turn.objects.filter(experiment=table, round=1)
     assert [(t.kind, t.visibility) for t in failures] == [("system", ["DM"])] * 3
     assert {s["status"] for s in job.result["steps"]} == {"failed", "skipped"}
@@ -211,10 +211,10 @@ def test_an_answer_outside_the_format_is_stored_for_speaker_and_dm_flagged_never
     assert (thorin_step["status"], thorin_step["review"]) == ("ok", 1)
     cassia = viewer_for_role(experiment=table, role="Cassia")
     assert flagged not in turns_visible_to(experiment=table, viewer=cassia)
-    cassia_prompt = gemini_standin.requests[2].prompt
+    cassia_prompt = gemini_standin.calls[2].prompt
     assert "swordfish" not in cassia_prompt
     # Nobody whispered, so the DM had nothing to answer: three calls in all.
-    assert len(gemini_standin.requests) == 3
+    assert len(gemini_standin.calls) == 3
 
 
 def test_a_player_writing_a_gm_note_or_whispering_to_a_stranger_fails_closed(

@@ -71,7 +71,7 @@ def play(experiment, owner, capture):
 
 
 def bodies(server, model):
-    return [r.body.decode("utf-8") for r in server.requests if r.model == model]
+    return [r.body.decode("utf-8") for r in server.calls if r.model == model]
 
 
 def script(gemini, openai, *, dm_first=(), thorin_first=(), cassia_first=()):

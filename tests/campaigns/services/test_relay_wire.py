@@ -189,7 +189,10 @@ def test_no_request_to_a_model_carries_text_outside_its_agents_audience(
                 run_command(experiment=experiment, user=owner, command="checkpoint")
 
     readable = audiences(experiment)
-    requests = [*gemini_standin.requests, *openai_standin.requests]
+    requests = [*gemini_standin.calls, *openai_standin.calls]
+    # The rest are the window probes (model metadata): GETs that carry no text at all.
+    probes = [*gemini_standin.requests, *openai_standin.requests]
+    assert all(r.method == "GET" and not r.body for r in probes if r not in requests)
     looked_up = sum(1 for item in spec["lookups"] if item)
     assert len(requests) == spec["rounds"] * (len(PLAYERS) + 2 + looked_up)
     # Lookup lines ran as the agent's role (pins) and were never stored as turns.

@@ -87,7 +87,7 @@ def test_cached_prefixes_never_carry_or_serve_text_outside_the_agents_audience(
                 created_for.setdefault(name, role)
 
     calls = [r for r in gemini_standin.requests if r.path.endswith(":generateContent")]
-    for record in [*calls, *openai_standin.requests]:
+    for record in [*calls, *openai_standin.calls]:
         role = wire_role(record)
         name = (record.json or {}).get("cachedContent")
         served = record.body.decode("utf-8")

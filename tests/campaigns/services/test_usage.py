@@ -141,6 +141,7 @@ def test_the_summary_adds_up_per_agent_with_the_saving_in_cached_tokens(campaign
     assert (thorin["tokens_in"], thorin["saving_tokens"]) == (50, 0)
     assert summary["total"] == {
         "calls": 3,
+        "failed": 0,
         "tokens_in": 250,
         "tokens_cached": 140,
         "tokens_out": 25,
@@ -294,7 +295,7 @@ def test_openai_rounds_read_cached_tokens_from_the_usage_block(
     assert set(second) == {"DM", "Thorin", "Cassia"}
     # Each agent's system message (its stable prefix) comes first and was sent before.
     assert all(0 < c.tokens_cached < c.tokens_in for c in second.values())
-    for request in openai_standin.requests:
+    for request in openai_standin.calls:
         roles = [m["role"] for m in request.json["messages"]]
         assert roles[0] == "system" and "system" not in roles[1:]
 
@@ -323,7 +324,7 @@ def test_each_agents_settings_reach_an_openai_compatible_server(
     offline_memory.participants.update(model="openai:local")
     offline_memory.participants.filter(role="Cassia").update(temperature=0.0, max_output_tokens=64)
     play(offline_memory, owner, django_capture_on_commit_callbacks)
-    dm, thorin, cassia = (r.json for r in openai_standin.requests[:3])
+    dm, thorin, cassia = (r.json for r in openai_standin.calls[:3])
     assert (cassia["temperature"], cassia["max_tokens"]) == (0.0, 64)
     assert "temperature" not in dm and "max_tokens" not in thorin
 
@@ -353,19 +354,22 @@ def test_a_digest_by_the_model_is_recorded_as_a_memory_worker_call(
     from tests.standins.server import standin_tokens
 
     use_gemini(settings, gemini_standin)
-    gemini_standin.script(["500"])  # a failed attempt costs nothing recorded
+    gemini_standin.script(["500"])  # a failed attempt: recorded, with no tokens
     make_turn(campaign, round=1, content="The Mirrorgate opens at dusk.", hinge=True)
     (summary,) = summarize_audience(experiment=campaign, audience=["DM"], round_to=1, force=True)
     assert summary.method == "llm"
 
-    (call,) = ModelCall.objects.filter(experiment=campaign)
+    failed, call = ModelCall.objects.filter(experiment=campaign).order_by("id")
+    assert (failed.status, failed.tokens_in, failed.step) == ("failed", 0, "digest")
+    assert "HTTP 500" in failed.error and failed.duration_ms is not None
+    assert call.status == "ok"
     answered = gemini_standin.requests[-1]
     assert (call.role, call.step, call.model) == ("", "digest", GEMINI)
     assert call.tokens_in == standin_tokens(answered.prompt)
     assert call.tokens_out > 0
     assert call.prefix_stable_share is None  # the worker's first call
     summary_row = usage_summary(experiment=campaign)
-    assert [(a["role"], a["calls"]) for a in summary_row["agents"]] == [("", 1)]
+    assert [(a["role"], a["calls"], a["failed"]) for a in summary_row["agents"]] == [("", 2, 1)]
 
 
 def test_a_rerun_of_the_same_memory_prompt_is_counted_once(campaign, settings, gemini_standin):
