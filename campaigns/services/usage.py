@@ -38,6 +38,7 @@ from context_engine.llm import (
     stable_share,
 )
 from context_engine.llm.base import split_system
+from context_engine.llm.usage import CallRecord
 from context_engine.tokens import count
 
 log = logging.getLogger(__name__)
@@ -136,17 +137,18 @@ def model_call_complete(
 
 
 @contextmanager
-def worker_usage(*, experiment: Experiment, worker: str) -> Iterator[None]:
+def worker_usage(*, experiment: Experiment, worker: str) -> Iterator[list[CallRecord]]:
     """Record the model calls a memory worker makes inside the block (`ModelCall` rows
     with a blank role, ``step`` = ``worker``), also when the block fails after some.
 
     The key is the worker and the prompt's hash: the same prompt run again (a retried
     task) updates its row, as a relay step does. A call that did not answer (timed out,
     refused, failed) is kept under its own key with its status and the server's words.
+    Yields the block's calls as they are made (the breaker reads them: `backends`).
     """
     with collecting_usage() as calls:
         try:
-            yield
+            yield calls
         finally:
             for call in calls:
                 digest = hashlib.sha256(prompt_bytes(call.messages)).hexdigest()[:32]

@@ -110,16 +110,36 @@ class InvalidOutputError(LLMError):
     """The model answered, but not usefully: bad JSON, missing fields, empty text."""
 
 
+# The output limit of a memory call (`complete`, `complete_json`) that names none: a
+# definition, a verdict list or a monologue summary is far shorter, and a small local
+# model left unbounded was seen writing 5,500 tokens (400 s on a CPU) for one answer.
+MEMORY_MAX_OUTPUT_TOKENS = 1024
+
+
 @runtime_checkable
 class LLMClient(Protocol):
-    """Messages in, text or validated JSON out. ``model`` is the id it was built for."""
+    """Messages in, text or validated JSON out. ``model`` is the id it was built for.
+
+    Every call is bounded: ``max_output_tokens`` (default `MEMORY_MAX_OUTPUT_TOKENS`).
+    """
 
     model: str
 
-    def complete(self, messages: list[Message], *, timeout: float | None = None) -> str: ...
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        timeout: float | None = None,
+        max_output_tokens: int | None = None,
+    ) -> str: ...
 
     def complete_json(
-        self, messages: list[Message], *, schema: dict, timeout: float | None = None
+        self,
+        messages: list[Message],
+        *,
+        schema: dict,
+        timeout: float | None = None,
+        max_output_tokens: int | None = None,
     ) -> dict: ...
 
 

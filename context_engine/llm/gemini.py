@@ -19,6 +19,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from context_engine.llm.base import (
+    MEMORY_MAX_OUTPUT_TOKENS,
     InvalidOutputError,
     LLMError,
     LLMTimeoutError,
@@ -220,17 +221,31 @@ class GeminiClient:
             raise InvalidOutputError("Gemini returned an empty answer.")
         return text
 
-    def complete(self, messages: list[Message], *, timeout: float | None = None) -> str:
-        return self._generate(messages, timeout)
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        timeout: float | None = None,
+        max_output_tokens: int | None = None,
+    ) -> str:
+        return self._generate(
+            messages, timeout, max_output_tokens=max_output_tokens or MEMORY_MAX_OUTPUT_TOKENS
+        )
 
     def complete_json(
-        self, messages: list[Message], *, schema: dict, timeout: float | None = None
+        self,
+        messages: list[Message],
+        *,
+        schema: dict,
+        timeout: float | None = None,
+        max_output_tokens: int | None = None,
     ) -> dict:
         text = self._generate(
             messages,
             timeout,
             response_mime_type="application/json",
             response_schema=schema,
+            max_output_tokens=max_output_tokens or MEMORY_MAX_OUTPUT_TOKENS,
         )
         return validate_json(parse_json_object(text), schema)
 

@@ -45,11 +45,22 @@ class OfflineClient:
         self.model = model
         self.max_words = max_words
 
-    def complete(self, messages: list[Message], *, timeout: float | None = None) -> str:
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        timeout: float | None = None,
+        max_output_tokens: int | None = None,
+    ) -> str:
         return _extract(messages, self.max_words)
 
     def complete_json(
-        self, messages: list[Message], *, schema: dict, timeout: float | None = None
+        self,
+        messages: list[Message],
+        *,
+        schema: dict,
+        timeout: float | None = None,
+        max_output_tokens: int | None = None,
     ) -> dict:
         data = _fill(schema, _extract(messages, self.max_words))
         return validate_json(data, schema)

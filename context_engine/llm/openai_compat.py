@@ -2,20 +2,25 @@
 
 ``max_retries=0`` turns off the SDK's retries: ``call_with_retries`` owns that policy.
 JSON asks for ``response_format={"type": "json_schema", …}`` (structured output: OpenAI,
-vLLM, llama.cpp, LM Studio) and, when a server refuses that with a 400/422 naming it, falls back
-to ``{"type": "json_object"}`` (the widest-supported mode) and remembers the refusal for
-that server and model. Either way the schema is also spelled out in a system note, and
-our own validation follows, since a server may honour the mode loosely.
+vLLM, llama.cpp, LM Studio) and, when a server refuses that — a 4xx, or a 5xx whose body
+names the format (llama-cpp-python) — falls back to ``{"type": "json_object"}`` (the
+widest-supported mode) and remembers the refusal for that server and model. Every memory
+call carries an output limit (`MEMORY_MAX_OUTPUT_TOKENS` unless the caller names one), and
+every refusal is logged with the server's text. Either way the schema is also spelled out
+in a system note, and our own validation follows, since a server may honour the mode
+loosely.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 
 import openai
 
 from context_engine.llm.base import (
+    MEMORY_MAX_OUTPUT_TOKENS,
     InvalidOutputError,
     LLMError,
     LLMTimeoutError,
@@ -35,14 +40,17 @@ from context_engine.llm.usage import (
     report_usage,
 )
 
+log = logging.getLogger(__name__)
+
 _TRANSIENT_STATUS = {408, 409, 429}
-_REFUSED = (400, 404, 415, 422)  # how servers say "I do not know json_schema"
+_FORMAT_WORDS = ("json_schema", "response_format")  # a refusal of the format names it
 # (base_url, model) pairs that refused json_schema once: no second refusal per call.
 _NO_JSON_SCHEMA: set[tuple[str, str]] = set()
 
 
 class _Refused(PermanentLLMError):
-    """A client error (4xx) on the request's *shape*, which a fallback may fix."""
+    """The server refused the request's output format (a 4xx, or a 5xx whose body names
+    the format): JSON mode may work where structured output did not."""
 
 
 class OpenAICompatibleClient:
@@ -118,18 +126,20 @@ class OpenAICompatibleClient:
             status = exc.status_code
             said = f"{self.model_id} HTTP {status}: {exc.message}"
             body = json.dumps(exc.body, default=str) if exc.body is not None else ""
+            # Every refusal is logged with the server's own words (they are the diagnosis).
+            log.warning("%s (server said: %s)", said, (body or str(exc.message))[:1000])
             too_long = context_length_error(f"{exc.message} {body}")
             if too_long is not None and status < 500:
                 raise too_long.restated(said) from exc
-            if status in _TRANSIENT_STATUS or status >= 500:
-                raise TransientLLMError(said) from exc
-            lowered = str(exc.message).lower()
+            text = f"{exc.message} {body}".lower()
             if (
-                status in _REFUSED
-                and "response_format" in extra
-                and any(word in lowered for word in ("json_schema", "response_format", "schema"))
+                "response_format" in extra
+                and status not in _TRANSIENT_STATUS
+                and any(word in text for word in _FORMAT_WORDS)
             ):
                 raise _Refused(said) from exc
+            if status in _TRANSIENT_STATUS or status >= 500:
+                raise TransientLLMError(said) from exc
             raise PermanentLLMError(said) from exc
         except openai.OpenAIError as exc:  # response validation and similar
             raise InvalidOutputError(f"{self.model_id} response could not be read: {exc}") from exc
@@ -156,14 +166,29 @@ class OpenAICompatibleClient:
         text, response = self._answer(list(messages), timeout, **extra)
         return Completion(text=text, usage=_usage_of(response))
 
-    def complete(self, messages: list[Message], *, timeout: float | None = None) -> str:
-        return self._chat(list(messages), timeout)
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        timeout: float | None = None,
+        max_output_tokens: int | None = None,
+    ) -> str:
+        limit = max_output_tokens or MEMORY_MAX_OUTPUT_TOKENS
+        return self._chat(list(messages), timeout, max_tokens=limit)
 
     def complete_json(
-        self, messages: list[Message], *, schema: dict, timeout: float | None = None
+        self,
+        messages: list[Message],
+        *,
+        schema: dict,
+        timeout: float | None = None,
+        max_output_tokens: int | None = None,
     ) -> dict:
+        """Structured output, else JSON mode once the server refused it (any status whose
+        body names the format: llama-cpp-python answers json_schema with a 500)."""
         note = {"role": "system", "content": schema_instruction(schema)}
         asked = [note, *messages]
+        limit = max_output_tokens or MEMORY_MAX_OUTPUT_TOKENS
         server = (self.base_url, self.model)
         if server not in _NO_JSON_SCHEMA:
             structured = {
@@ -171,11 +196,11 @@ class OpenAICompatibleClient:
                 "json_schema": {"name": "answer", "schema": schema, "strict": False},
             }
             try:
-                text = self._chat(asked, timeout, response_format=structured)
+                text = self._chat(asked, timeout, response_format=structured, max_tokens=limit)
                 return validate_json(parse_json_object(text), schema)
             except _Refused:
                 _NO_JSON_SCHEMA.add(server)
-        text = self._chat(asked, timeout, response_format={"type": "json_object"})
+        text = self._chat(asked, timeout, response_format={"type": "json_object"}, max_tokens=limit)
         return validate_json(parse_json_object(text), schema)
 
 

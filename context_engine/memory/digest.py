@@ -222,7 +222,11 @@ def draft_digest(
     if is_offline(client):
         return fallback_digest(previous, turns, max_tokens=max_tokens, model=OFFLINE_MODEL)
     messages = digest_messages(previous, turns, max_tokens=max_tokens)
-    data = client.complete_json(messages, schema=DIGEST_SCHEMA, timeout=timeout)
+    # Room for the whole digest as JSON (keys, quotes, escapes), and no more.
+    limit = max_tokens * 5 // 4 + 256
+    data = client.complete_json(
+        messages, schema=DIGEST_SCHEMA, timeout=timeout, max_output_tokens=limit
+    )
     sections = _model_sections(data)
     complete = all(body for _, body in sections)
     if not complete:

@@ -83,7 +83,8 @@ def definer_client(experiment: Experiment) -> LLMClient:
 
 
 # -- circuit breaker ----------------------------------------------------------------------
-# A model that just failed all its retries is presumed down for a while: the next memory
+# A model that could not be reached (every call of a task failed on the wire) is presumed
+# down for a while: the next memory
 # calls go straight to their deterministic fallback instead of each waiting out its own
 # timeouts (twenty definitions × two 30 s timeouts would hold a worker, or an eager
 # /checkpoint, for twenty minutes). Per process and per client; nothing is persisted.
@@ -112,3 +113,18 @@ def mark_down(client: LLMClient) -> None:
 
 def mark_up(client: LLMClient) -> None:
     _down_since.pop(id(client), None)
+
+
+def judge_calls(client: LLMClient, calls) -> None:
+    """The breaker after a memory worker's block (`worker_usage`'s calls): it opens when
+    the model could not be reached — every call of the block failed on the wire (timed
+    out, refused, no connection) — and closes on any answer. A bad answer (malformed
+    JSON, a missing field) is an answer: the worker falls back for that one task and the
+    next one asks the model again. A server that refused structured output and then
+    answered in JSON mode answered."""
+    if is_offline(client) or not calls:
+        return
+    if any(call.status == "ok" for call in calls):
+        mark_up(client)
+    else:
+        mark_down(client)

@@ -30,8 +30,7 @@ from campaigns.services.lore import actor_for
 from campaigns.services.memory.audiences import Audience, audiences_for, turns_for_audience
 from campaigns.services.memory.backends import (
     RETRY_ATTEMPTS,
-    mark_down,
-    mark_up,
+    judge_calls,
     model_down,
     retry_base_delay,
     scaled_sleep,
@@ -160,7 +159,7 @@ def commit_digest(*, experiment: Experiment, plan: DigestPlan) -> Summary | None
             previous, views, max_tokens=max_tokens, reason=f"{client.model} failed recently"
         )
     else:
-        with worker_usage(experiment=experiment, worker="digest"):
+        with worker_usage(experiment=experiment, worker="digest") as calls:
             result = make_digest(
                 previous,
                 views,
@@ -169,8 +168,7 @@ def commit_digest(*, experiment: Experiment, plan: DigestPlan) -> Summary | None
                 base_delay=retry_base_delay(),
                 max_tokens=max_tokens,
             )
-        if not is_offline(client):
-            (mark_down if result.method == Summary.Method.FALLBACK else mark_up)(client)
+        judge_calls(client, calls)
     if result.fallback_reason:
         log.warning(
             "digest for %s of experiment %s fell back: %s",
@@ -292,10 +290,12 @@ def strategic_update(*, experiment: Experiment, role: str) -> Summary | None:
         client = summarizer_client(experiment)
         if model_down(client):
             client = None
-        with worker_usage(experiment=experiment, worker="strategic"):
+        with worker_usage(experiment=experiment, worker="strategic") as calls:
             text = condense_monologues(
                 views, client=client, max_tokens=STRATEGIC_MAX_TOKENS, sleep=scaled_sleep
             )
+        if client is not None:
+            judge_calls(client, calls)
         if not text:
             return None
         extractive = condense_monologues(views, client=None, max_tokens=STRATEGIC_MAX_TOKENS)

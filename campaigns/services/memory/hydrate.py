@@ -2,8 +2,9 @@
 
 Rules, in the order they apply to one turn T with audience V (T's visibility):
 
-- Monologues, unreviewed output (``needs_review``) and the table's own speakers (TABLE,
-  ALL, OOC…) are never lore sources; out-of-character asides inside a turn are cut out.
+- Monologues, unreviewed output (``needs_review``), system notes (a failed step's
+  "PermanentLLMError", a skipped human) and the table's own speakers (TABLE, ALL, OOC…)
+  are never lore sources; out-of-character asides inside a turn are cut out.
 - T's observations (`context_engine.memory.observe`: names, coined compounds, rare and
   coined phrases, naming patterns, category cues; ``npc:/item:/location:/faction:`` tags
   mark a name as introduced) are added once to the running `VocabularyStat` rows of
@@ -51,8 +52,7 @@ from campaigns.services.memory.audiences import digest_turns
 from campaigns.services.memory.backends import (
     definer_client,
     definer_configured,
-    mark_down,
-    mark_up,
+    judge_calls,
     model_down,
     scaled_sleep,
 )
@@ -106,9 +106,11 @@ def hydrate_batch(
     roles = sorted(experiment.participants.values_list("role", flat=True))
     with transaction.atomic():
         cursor, _ = HydrationCursor.objects.select_for_update().get_or_create(experiment=experiment)
+        # System turns are the relay's and the app's own notes (a failed step, a skipped
+        # human, a reveal): about the table, never the story, so never lore.
         rows = digest_turns(
             turns_visible_to(experiment=experiment, viewer=OMNISCIENT).filter(seq__gt=cursor.seq)
-        )
+        ).exclude(kind=Turn.Kind.SYSTEM)
         if up_to_seq is not None:
             rows = rows.filter(seq__lte=up_to_seq)
         turns = [
@@ -212,7 +214,7 @@ def define_term(*, entry: LoreEntry) -> str | None:
     sources = [
         turn_view(turn, dms) for turn in digest_turns(entry.source_turns.all()).order_by("seq")
     ]
-    with worker_usage(experiment=experiment, worker="define"):
+    with worker_usage(experiment=experiment, worker="define") as calls:
         defined = define_from_sources(
             entry.term,
             sources,
@@ -221,11 +223,9 @@ def define_term(*, entry: LoreEntry) -> str | None:
             category=entry.category,
             sleep=scaled_sleep,
         )
-    if defined is not None and defined.method != "llm":
-        mark_down(client)  # it had sentences to work from, so the model failed
+    judge_calls(client, calls)  # down only when the model could not be reached
     if defined is None or defined.method != "llm" or not defined.definition:
         return None
-    mark_up(client)
     if defined.definition == entry.definition:
         return None
     claimed = (

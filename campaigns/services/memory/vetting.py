@@ -23,8 +23,7 @@ from campaigns.reads.selectors import dm_roles
 from campaigns.services.memory.audiences import digest_turns
 from campaigns.services.memory.backends import (
     definer_client,
-    mark_down,
-    mark_up,
+    judge_calls,
     model_down,
     scaled_sleep,
 )
@@ -97,12 +96,11 @@ def vet_entries(*, experiment: Experiment, max_batches: int = MAX_BATCHES) -> di
         asked = [p for p in (_proposal(entry, dms) for entry in entries) if p.sentences]
         verdicts = {}
         if asked:  # nothing to quote (every source unreadable or gone): nothing to ask
-            with worker_usage(experiment=experiment, worker="vet"):
+            with worker_usage(experiment=experiment, worker="vet") as calls:
                 verdicts = vet_proposals(asked, client=client, sleep=scaled_sleep)
-            if verdicts is None:
-                mark_down(client)  # it failed: the next memory calls go straight to fallbacks
+            judge_calls(client, calls)  # down only when the model could not be reached
+            if verdicts is None:  # no usable answer: the rules' proposals stand this time
                 break
-            mark_up(client)
         for entry in entries:
             verdict = verdicts.get(entry.pk)  # by id: never another entry's answer
             if verdict is not None and _apply(entry, verdict, getattr(client, "model", "")):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
@@ -13,6 +14,7 @@ from context_engine.llm import (
     TransientLLMError,
     client_for,
 )
+from context_engine.llm.base import MEMORY_MAX_OUTPUT_TOKENS
 from tests.standins import Reply
 
 SCHEMA = {
@@ -146,6 +148,36 @@ def test_a_server_refusing_json_schema_gets_json_mode_and_is_remembered(openai_s
     assert kinds == ["json_schema", "json_object"]
     client_for("openai:old-llama", settings).complete_json(MESSAGES, schema=SCHEMA)
     assert openai_standin.requests[-1].json["response_format"] == {"type": "json_object"}
+
+
+def test_a_500_that_names_the_format_is_a_refusal_and_json_mode_answers(openai_standin, caplog):
+    """llama-cpp-python answers ``json_schema`` with a 500 whose body names it."""
+    settings = LLMSettings(openai_base_url=openai_standin.base_url)
+    said = "Input should be 'text' or 'json_object' (body, response_format, type): json_schema"
+    openai_standin.script([Reply(status=500, text=said)])
+    with caplog.at_level(logging.WARNING, logger="context_engine.llm.openai_compat"):
+        answer = client_for("openai:llama-cpp", settings).complete_json(MESSAGES, schema=SCHEMA)
+    assert answer["definition"]
+    kinds = [r.json["response_format"]["type"] for r in openai_standin.requests]
+    assert kinds == ["json_schema", "json_object"], "one refusal, then JSON mode, no retries"
+    assert any("json_object" in r.getMessage() and "500" in r.getMessage() for r in caplog.records)
+
+
+def test_a_500_about_something_else_is_still_retried_as_transient(openai_standin):
+    settings = LLMSettings(openai_base_url=openai_standin.base_url)
+    openai_standin.script([Reply(status=500, text="out of memory")])
+    with pytest.raises(TransientLLMError):
+        client_for("openai:busy", settings).complete_json(MESSAGES, schema=SCHEMA)
+    assert [r.json["response_format"]["type"] for r in openai_standin.requests] == ["json_schema"]
+
+
+def test_every_memory_call_carries_an_output_limit(openai_standin, openai_settings):
+    client = client_for("openai:llama3.1", openai_settings)
+    client.complete(MESSAGES)
+    client.complete_json(MESSAGES, schema=SCHEMA)
+    client.complete_json(MESSAGES, schema=SCHEMA, max_output_tokens=300)
+    limits = [r.json.get("max_tokens") for r in openai_standin.requests]
+    assert limits == [MEMORY_MAX_OUTPUT_TOKENS, MEMORY_MAX_OUTPUT_TOKENS, 300]
 
 
 def test_openai_sends_the_configured_api_key(openai_standin):

@@ -40,12 +40,12 @@ class EchoClient:
     def __init__(self) -> None:
         self.prompts: list[str] = []
 
-    def complete(self, messages, *, timeout=None):
+    def complete(self, messages, *, timeout=None, max_output_tokens=None):
         text = "\n".join(m["content"] for m in messages)
         self.prompts.append(text)
         return text
 
-    def complete_json(self, messages, *, schema, timeout=None):
+    def complete_json(self, messages, *, schema, timeout=None, max_output_tokens=None):
         return {"definition": " ".join(self.complete(messages).split())}
 
 

@@ -17,7 +17,7 @@ class ScriptedClient:
         self.answer = answer
         self.prompts: list[str] = []
 
-    def complete_json(self, messages, *, schema, timeout=None):
+    def complete_json(self, messages, *, schema, timeout=None, max_output_tokens=None):
         self.prompts.append("\n".join(m["content"] for m in messages))
         return self.answer
 
