@@ -57,9 +57,7 @@ def test_no_call_and_offline_change_nothing(client):
     assert not backends.model_down(offline)
 
 
-def test_vetting_that_gets_broken_json_asks_again_next_time(
-    campaign, settings, openai_standin
-):
+def test_vetting_that_gets_broken_json_asks_again_next_time(campaign, settings, openai_standin):
     """Every answer is broken JSON: each /checkpoint's vetting still reaches the model."""
     settings.OPENAI_BASE_URL = openai_standin.base_url
     settings.BABEL_LLM_RETRY_BASE_DELAY = 0.0
