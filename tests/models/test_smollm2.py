@@ -31,9 +31,16 @@ MAX_OUTPUT = 160  # tokens per agent answer: enough for a labelled answer, quick
 
 
 def _seat_the_model(experiment, model_server) -> None:
+    # llama-cpp-python's server does not say its window (llama.cpp's own server has /props):
+    # it is declared in the cast, as the README's recipe says.
     Participant.objects.filter(
         experiment=experiment, kind__in=[Participant.Kind.DM, Participant.Kind.PLAYER]
-    ).update(model=model_server.model, max_output_tokens=MAX_OUTPUT)
+    ).update(
+        model=model_server.model,
+        max_output_tokens=MAX_OUTPUT,
+        context_window=model_server.n_ctx,
+        timeout_s=300,
+    )
 
 
 def _play(experiment, owner, rounds: int) -> list[Job]:
