@@ -233,6 +233,7 @@ class _Round(_Steps):
         human_step = Step(kind=step, role=role, speaker_kind=participant.kind, round=self.round)
         write = None
         done = "skipped"
+        reasons: dict[str, int] = {}
         if policy == "narrate" and self.dm.model != HUMAN:
             hesitate = Step(
                 kind=HESITATE,
@@ -244,9 +245,13 @@ class _Round(_Steps):
                 absent=role,
             )
             try:
-                parsed = self._ask(hesitate, self.dm)
-                write = self._write_parsed(self.dm, parsed)
-                done = "narrated"
+                parsed, weak = self._ask(hesitate, self.dm)
+                if parsed:  # only echoes of the format: the note below instead
+                    write = self._write_parsed(self.dm, parsed)
+                    reasons = dict(weak.held)
+                    if write.held:
+                        reasons[QUOTES] = write.held
+                    done = "narrated"
             except _StepFailed as exc:
                 log.warning("the DM could not narrate %s's hesitation: %s", role, exc)
         if write is None:
@@ -267,7 +272,8 @@ class _Round(_Steps):
                     policy=policy,
                     outcome=done,
                     skipped=skipped,
-                    held=getattr(write, "held", 0),
+                    held=sum(reasons.values()),
+                    held_reasons=reasons,
                 )
                 if stored:
                     why = "was skipped" if skipped else "did not act in time"
