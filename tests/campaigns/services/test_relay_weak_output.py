@@ -11,7 +11,7 @@ import pytest
 
 from campaigns.models import ModelCall, RoundStep, Turn
 from campaigns.services.experiments import experiment_update
-from campaigns.services.relay import round_start, steps
+from campaigns.services.relay import round_start, runner, steps
 from tests.standins.server import Reply
 
 pytestmark = pytest.mark.django_db
@@ -147,3 +147,17 @@ def test_the_dms_answer_step_names_each_whisperer_with_their_whisper(
     assert f'Cassia whispered to you (round 1: "{first_words}…")' in answer
     assert "harbour cats" not in answer.split("Cassia whispered to you", 1)[1].split("\n")[0]
     assert "'WHISPER to Thorin:' 'WHISPER to Cassia:'" in answer
+
+
+def test_the_round_message_counts_held_answers_by_reason_and_repairs():
+    done = [
+        {"held": 2, "held_reasons": {"no labels": 1, "quotes": 1}, "repaired": 0},
+        {"held": 1, "held_reasons": {"no labels": 1}, "repaired": 0},
+        {"held": 0, "held_reasons": {}, "repaired": 1},
+        {"held": 1},  # a step recorded before reasons were: the leak guard's hold
+    ]
+    assert runner._held_note(done) == (
+        "; 4 answer(s) held for the DM's review (no labels: 2, quotes: 2)"
+        "; 1 answer(s) labelled on a repair request"
+    )
+    assert runner._held_note([{"held": 0, "repaired": 0}]) == ""
