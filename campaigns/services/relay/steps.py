@@ -245,8 +245,10 @@ class _Steps:
         if usable(again):
             outcome.repaired = 1
             return again, outcome
-        if kept:  # held for the DM's review, as the parser closed it
-            outcome.held[NO_LABELS] = len(kept)
+        if kept:  # held for the DM's review, as the parser closed it, by its reason
+            for item in kept:
+                reason = item.reason if item.label else NO_LABELS
+                outcome.held[reason] = outcome.held.get(reason, 0) + 1
         else:  # nothing but the format echoed back: no turn, a note for the DM
             outcome.held[ECHOED] = 1
         return kept, outcome

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from campaigns.models import ModelCall, RoundStep, Turn
+from campaigns.models import Experiment, ModelCall, RoundStep, Turn
 from campaigns.services.experiments import experiment_update
 from campaigns.services.relay import round_start, runner, steps
-from tests.standins.server import Reply
+from tests.factories import make_turn
+from tests.standins.answers import REPAIR_MARK
+from tests.standins.server import Reply, standin_tokens
 
 pytestmark = pytest.mark.django_db
 
@@ -161,3 +163,40 @@ def test_the_round_message_counts_held_answers_by_reason_and_repairs():
         "; 1 answer(s) labelled on a repair request"
     )
     assert runner._held_note([{"held": 0, "repaired": 0}]) == ""
+
+
+def test_an_answer_closed_for_another_reason_is_held_with_that_reason(
+    table, owner, openai_standin, django_capture_on_commit_callbacks
+):
+    stranger = "WHISPER to Bram: the code is 7-7-1."
+    openai_standin.script([Reply(DM_NARRATION), Reply(stranger), Reply(stranger)])
+    openai_standin.script([Reply(CASSIA_ACTS)])
+    job = play(table, owner, django_capture_on_commit_callbacks)
+
+    detail = thorin_step(table).detail
+    assert detail["held_reasons"] == {"unknown recipient 'Bram'": 1}
+    assert "(unknown recipient 'Bram')" in job.message
+
+
+def test_a_repair_request_fits_the_models_window_like_the_first_ask(
+    campaign, owner, settings, local_server, monkeypatch, django_capture_on_commit_callbacks
+):
+    server = local_server("llamacpp")
+    server.context_window = 4096
+    server.set_default("unlabelled")
+    monkeypatch.setattr(steps, "_sleep", lambda seconds: None)
+    campaign.participants.update(model="llamacpp:smollm2", base_url=server.base_url)
+    experiment_update(
+        experiment=campaign, config={"summarizer_model": "offline", "definer_model": "offline"}
+    )
+    for number in range(1, 9):
+        make_turn(campaign, round=number, speaker="DM", kind="narrative", content="Rain. " * 300)
+    Experiment.objects.filter(pk=campaign.pk).update(current_round=8)
+    job = play(campaign, owner, django_capture_on_commit_callbacks)
+
+    assert job.status == "succeeded", job.message
+    repairs = [call for call in server.calls if REPAIR_MARK in call.prompt]
+    assert len(repairs) == 3  # the DM and both players, once each
+    for call in server.calls:
+        assert standin_tokens(call.prompt) + (call.json.get("max_tokens") or 0) <= 4096
+    assert "3 answer(s) held for the DM's review (no labels)" in job.message
