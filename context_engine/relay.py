@@ -29,12 +29,26 @@ STEP_KINDS = (NARRATE, ACT, ANSWER, HESITATE)
 
 
 @dataclass(frozen=True)
+class Whisper:
+    """A whisper the DM answers: who sent it, in which round, and its text (the answer
+    step's instruction quotes its first words)."""
+
+    speaker: str
+    round: int
+    text: str
+
+
+WHISPER_QUOTE_WORDS = 12  # the first words of a whisper the answer step quotes
+
+
+@dataclass(frozen=True)
 class Step:
     """One agent call of a round.
 
     ``players`` are the acting players in order (for the DM's narration); ``whisperers``
-    the players whose whispers the DM answers (``answer`` steps only); ``absent`` the
-    human whose hesitation the DM narrates (``hesitate`` steps only).
+    the players whose whispers the DM answers (``answer`` steps only), and ``whispers``
+    what they whispered to the DM (`Whisper`, whispers whose audience includes the DM
+    only); ``absent`` the human whose hesitation the DM narrates (``hesitate`` steps only).
     """
 
     kind: str
@@ -45,6 +59,7 @@ class Step:
     players: tuple[str, ...] = ()
     whisperers: tuple[str, ...] = ()
     absent: str = ""
+    whispers: tuple[Whisper, ...] = ()
 
     @property
     def label(self) -> str:
@@ -102,13 +117,7 @@ def _step_task(step: Step) -> str:
         )
         return f"{task}\n\n{DM_FORMAT}"
     if step.kind == ANSWER:
-        names = ", ".join(step.whisperers)
-        task = (
-            f"Round {step.round}: {names} whispered to you this round. Answer each of them "
-            "privately with one 'WHISPER to NAME:' block; reveal only what that player "
-            "may know. Add a GM NOTE if you need to remember something."
-        )
-        return f"{task}\n\n{DM_FORMAT}"
+        return f"{_answer_task(step)}\n\n{DM_FORMAT}"
     if step.kind == HESITATE:
         task = (
             f"Round {step.round}: {step.absent} hesitates and does not act this time. "
@@ -123,6 +132,44 @@ def _step_task(step: Step) -> str:
         )
         return f"{task}\n\n{PLAYER_FORMAT.format(dm=step.dm_role)}"
     raise ValueError(f"Unknown step kind {step.kind!r}; kinds: {', '.join(STEP_KINDS)}.")
+
+
+def _first_words(text: str, count: int = WHISPER_QUOTE_WORDS) -> str:
+    words = text.split()
+    head = " ".join(words[:count])
+    return f"{head}…" if len(words) > count else head
+
+
+def _answer_task(step: Step) -> str:
+    """The DM's answer step: each whisperer by name, with the round and first words of
+    each of their whispers, and one 'WHISPER to NAME:' block asked for per whisperer."""
+    lines = [f"Round {step.round}: answer the whispers the players sent you."]
+    for name in step.whisperers:
+        theirs = [w for w in step.whispers if w.speaker == name]
+        quoted = "; ".join(f'round {w.round}: "{_first_words(w.text)}"' for w in theirs)
+        lines.append(f"- {name} whispered to you" + (f" ({quoted})" if quoted else ""))
+    blocks = " ".join(f"'WHISPER to {name}:'" for name in step.whisperers)
+    lines.append(
+        f"Write one block per whisperer: {blocks}. Answer privately; reveal only what "
+        "that player may know. Add a GM NOTE if you need to remember something."
+    )
+    return "\n".join(lines)
+
+
+def repair_instruction(step: Step, answer: str, *, limit: int = 1500) -> str:
+    """The one repair request for an answer with no usable labels: the step's task and
+    format again, the answer quoted back (its first ``limit`` characters), and the ask to
+    rewrite it with the labels."""
+    quoted = answer.strip()
+    if len(quoted) > limit:
+        quoted = quoted[:limit] + " […]"
+    return (
+        f"{_step_task(step)}\n\n"
+        "Your answer to this step had no labelled blocks, so it cannot be shown to anyone. "
+        "Rewrite the same answer now in the format above: each block on its own line "
+        "starting with its label. Write your own words, not the format's descriptions.\n"
+        f"Your answer was:\n<<<\n{quoted}\n>>>"
+    )
 
 
 _SCENES = (

@@ -6,6 +6,11 @@ naming the digest headings) wants a digest, a schema with ``definition`` wants a
 definition, a schema with ``known`` and ``answer`` is the Arena's judge, any other
 schema gets an object filled from it, plain text gets a sentence.
 
+Three behaviours play a weak relay agent (issue 26): ``unlabelled`` answers prose with no
+labelled block every time; ``unlabelled_repairable`` does too, except to the relay's repair
+request (a prompt quoting its answer back), which it answers by labelling the quoted answer
+``PUBLIC:``; ``echo_format`` answers with the answer format's lines from its prompt.
+
 Two behaviours play a World Bible vetting model (a schema with ``terms``); any other
 request under them gets the ``ok`` answer, so a whole /checkpoint can run under one:
 
@@ -151,8 +156,35 @@ def json_answer(prompt: str, schema: dict | None, behaviour: str) -> str:
     return text
 
 
+UNLABELLED = f"I look around carefully and wait to see what happens next {STANDIN_MARK}."
+REPAIR_MARK = "had no labelled blocks"
+FORMAT_START = "Answer only with blocks"
+FORMAT_END = "After a block"
+
+
+def weak_agent_answer(prompt: str, behaviour: str) -> str:
+    """A weak relay agent's answer (module doc)."""
+    if behaviour == "echo_format":
+        block = prompt[prompt.rfind(FORMAT_START) :]
+        lines = block.splitlines()[1:]
+        return "\n".join(line for line in lines[: _end(lines)] if line.strip())
+    if behaviour == "unlabelled_repairable" and REPAIR_MARK in prompt:
+        quoted = prompt.rsplit("<<<", 1)[-1].split(">>>", 1)[0].strip()
+        return f"PUBLIC: {quoted}"
+    return UNLABELLED
+
+
+def _end(lines: list[str]) -> int:
+    for number, line in enumerate(lines):
+        if line.startswith(FORMAT_END):
+            return number
+    return len(lines)
+
+
 def text_answer(prompt: str, behaviour: str) -> str:
     """The text for a plain request: a markdown digest if one was asked for."""
+    if behaviour in ("unlabelled", "unlabelled_repairable", "echo_format"):
+        return weak_agent_answer(prompt, behaviour)
     if "Hinge Index" in prompt:
         data = digest_object(prompt)
         sections = [

@@ -51,6 +51,9 @@ BEHAVIOURS = (
     "vet_lines",  # a vetting model answering each proposal line from that line (answers.py)
     "vet_blend",  # a vetting model mixing every line's sentences about a term (answers.py)
     "too_long",  # the provider's "context length exceeded" 400, with its numbers
+    "unlabelled",  # a weak model: prose with no labelled block, even when asked again
+    "unlabelled_repairable",  # prose with no labels, labelled when asked to repair it
+    "echo_format",  # a weak model copying the answer format it was given as its answer
 )
 
 

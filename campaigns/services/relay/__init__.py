@@ -37,6 +37,12 @@ Guarantees:
   server's "too long" is never resent unchanged (once more on a smaller pack, then the
   step fails saying so); a model whose provider this process cannot reach fails its
   step, never plays offline; every call, answered or not, is in the usage records.
+- Weak output (`context_engine.weak_output`): items that only echo the format
+  instructions are dropped, never stored as turns; an answer with nothing usable left
+  gets one repair request (its text quoted back, keyed ``:repair`` in usage); what is
+  still unusable is held for the DM's review, and the step's ``held``/``held_reasons``/
+  ``repaired`` and the round's message say how many and why. The DM's answer step names
+  each whisperer with the first words of their whispers to the DM.
 - One round at a time per experiment: `round_create` takes the experiment's row lock
   (the lock `turn_create` takes) before looking for an active round job (pending,
   running or waiting), so two concurrent starts serialise and the second gets a

@@ -22,8 +22,9 @@ from campaigns.services.relay.common import (
 )
 from campaigns.services.relay.steps import _StepFailed, _Steps
 from campaigns.services.reveals import secrets_reveal_due
-from context_engine.relay import ACT, ANSWER, HESITATE, NARRATE, Step
+from context_engine.relay import ACT, ANSWER, HESITATE, NARRATE, Step, Whisper
 from context_engine.visibility import parse_stored_visibility
+from context_engine.weak_output import QUOTES
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ class _Round(_Steps):
         self.experiment.current_round = max(self.experiment.current_round, self.round)
 
     def _step_for(self, kind: str, participant: Participant) -> Step:
+        whispers = self._whispers() if kind == ANSWER else ()
         return Step(
             kind=kind,
             role=participant.role,
@@ -59,7 +61,8 @@ class _Round(_Steps):
             round=self.round,
             dm_role=self.dm.role,
             players=tuple(p.role for p in self.players),
-            whisperers=self._whisperers() if kind == ANSWER else (),
+            whisperers=tuple(dict.fromkeys(w.speaker for w in whispers)),
+            whispers=whispers,
         )
 
     def run(self) -> None:
@@ -149,20 +152,24 @@ class _Round(_Steps):
         ).exclude(kind=Turn.Kind.SYSTEM)
         return list(turns.order_by("seq").values_list("pk", flat=True))
 
-    def _whisperers(self) -> tuple[str, ...]:
-        """Players who whispered to a DM this round, in turn order."""
+    def _whispers(self) -> tuple[Whisper, ...]:
+        """What players whispered to a DM this round (whispers whose audience includes a
+        DM role; none held), by whisperer in turn order, then in the order written: the
+        DM's answer step names each whisperer and quotes the first words."""
         whispers = Turn.objects.filter(
             experiment=self.experiment,
             round=self.round,
             kind=Turn.Kind.WHISPER,
             held_at__isnull=True,  # a held whisper reached no one yet
         ).exclude(speaker__in=self.dm_roles)
-        sent = set()
-        for turn in whispers.only("speaker", "visibility"):
+        sent: dict[str, list[Whisper]] = {}
+        for turn in whispers.order_by("seq").only("speaker", "visibility", "round", "content"):
             audience = parse_stored_visibility(turn.visibility, self.dm_roles) or ()
             if set(audience) & set(self.dm_roles):
-                sent.add(turn.speaker)
-        return tuple(p.role for p in self.players if p.role in sent)
+                sent.setdefault(turn.speaker, []).append(
+                    Whisper(speaker=turn.speaker, round=turn.round, text=turn.content)
+                )
+        return tuple(w for p in self.players for w in sent.get(p.role, ()))
 
     def _finish(self) -> None:
         self.result["usage"] = usage_summary(experiment=self.experiment, round=self.round)
@@ -192,9 +199,7 @@ class _Round(_Steps):
             message += "; did not act in time: " + ", ".join(late)
         if skipped:
             message += "; skipped by the DM: " + ", ".join(skipped)
-        held = sum(s.get("held", 0) for s in done)
-        if held:
-            message += f"; {held} answer(s) held for the DM's review"
+        message += _held_note(done)
         self._report(100, message, status=Job.Status.SUCCEEDED, result=self.result)
 
     def close_failed(self) -> bool:
@@ -228,6 +233,7 @@ class _Round(_Steps):
         human_step = Step(kind=step, role=role, speaker_kind=participant.kind, round=self.round)
         write = None
         done = "skipped"
+        reasons: dict[str, int] = {}
         if policy == "narrate" and self.dm.model != HUMAN:
             hesitate = Step(
                 kind=HESITATE,
@@ -239,9 +245,13 @@ class _Round(_Steps):
                 absent=role,
             )
             try:
-                parsed = self._ask(hesitate, self.dm)
-                write = self._write_parsed(self.dm, parsed)
-                done = "narrated"
+                parsed, weak = self._ask(hesitate, self.dm)
+                if parsed:  # only echoes of the format: the note below instead
+                    write = self._write_parsed(self.dm, parsed)
+                    reasons = dict(weak.held)
+                    if write.held:
+                        reasons[QUOTES] = write.held
+                    done = "narrated"
             except _StepFailed as exc:
                 log.warning("the DM could not narrate %s's hesitation: %s", role, exc)
         if write is None:
@@ -262,7 +272,8 @@ class _Round(_Steps):
                     policy=policy,
                     outcome=done,
                     skipped=skipped,
-                    held=getattr(write, "held", 0),
+                    held=sum(reasons.values()),
+                    held_reasons=reasons,
                 )
                 if stored:
                     why = "was skipped" if skipped else "did not act in time"
@@ -271,3 +282,26 @@ class _Round(_Steps):
             log.warning("could not store %s's timeout: %s", role, exc)
             return "failed"
         return done if stored else "already acted"
+
+
+def _held_note(done: list[dict]) -> str:
+    """What the round's message says about weak output: how many answers were held for
+    the DM's review and why, and how many a repair request fixed."""
+    note = ""
+    held = sum(s.get("held", 0) for s in done)
+    if held:
+        reasons: dict[str, int] = {}
+        for s in done:
+            counted = s.get("held_reasons") or ({QUOTES: s["held"]} if s.get("held") else {})
+            for reason, count in counted.items():
+                reasons[reason] = reasons.get(reason, 0) + count
+        why = (
+            next(iter(reasons))
+            if len(reasons) == 1
+            else ", ".join(f"{reason}: {count}" for reason, count in sorted(reasons.items()))
+        )
+        note += f"; {held} answer(s) held for the DM's review ({why})"
+    repaired = sum(s.get("repaired", 0) for s in done)
+    if repaired:
+        note += f"; {repaired} answer(s) labelled on a repair request"
+    return note

@@ -6,6 +6,7 @@ DM-only note when the agent failed."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from functools import partial
 
 from django.conf import settings
@@ -45,8 +46,15 @@ from context_engine.llm import (
     is_offline,
     offline_usage,
 )
-from context_engine.relay import ANSWER, OfflineAgent, Step, step_instruction
+from context_engine.relay import (
+    ANSWER,
+    OfflineAgent,
+    Step,
+    repair_instruction,
+    step_instruction,
+)
 from context_engine.render import frozen_prefix, to_openai_messages
+from context_engine.weak_output import ECHOED, NO_LABELS, QUOTES, drop_echoes, usable
 
 
 def _sleep(seconds: float) -> None:
@@ -60,6 +68,16 @@ def _retry_base_delay() -> float:
 
 class _StepFailed(Exception):
     """A step could not produce stored turns; the message says why (for the DM)."""
+
+
+@dataclass
+class _Outcome:
+    """What became of a step's answer beyond its turns: echoed items dropped, whether the
+    repair request fixed it, and the items held for the DM's review by reason."""
+
+    echoes: int = 0
+    repaired: int = 0
+    held: dict[str, int] = field(default_factory=dict)
 
 
 class _Steps:
@@ -148,16 +166,22 @@ class _Steps:
             )
             return
         try:
-            parsed = self._ask(step, participant)
-            self._store(step, participant, parsed)
+            parsed, outcome = self._ask(step, participant)
+            self._store(step, participant, parsed, outcome)
         except _StepFailed as exc:
             self._store_failure(step, participant, str(exc))
 
-    def _ask(self, step: Step, participant: Participant) -> list[ParsedTurn]:
+    def _ask(self, step: Step, participant: Participant) -> tuple[list[ParsedTurn], _Outcome]:
         """Build the pack (fitted to the model's window), call the model (with retries;
         a "too long" once more on a smaller pack, `relay.fitting`), parse. Outside any
         transaction. A provider this process cannot reach fails the step: never offline
-        under another model's name."""
+        under another model's name.
+
+        Weak output (`context_engine.weak_output`): items that echo the instructions are
+        dropped; an answer with nothing usable left gets one repair request (its text
+        quoted back, the pack rebuilt for the same window with that as input, keyed
+        ``:repair``); if the repair is no better, what the parser closed is held for the
+        DM's review, and an answer that was only echoes leaves the DM a note."""
         instruction = step_instruction(step)
         role = participant.role
         try:
@@ -195,16 +219,48 @@ class _Steps:
             rebuild=rebuild,
             ask=lambda _pack: ask(True),
         )
-        parsed = parse_agent_output(
-            answer.text,
+        parsed = self._parse(answer.text, participant)
+        if not parsed:
+            raise _StepFailed("the model answered with no text")
+        kept, echoes = drop_echoes(parsed, instruction, names=self.roles)
+        outcome = _Outcome(echoes=echoes)
+        if usable(kept):
+            return kept, outcome
+        # One repair request: the same model, its answer quoted back, asked for the labels.
+        state["input"] = repair_instruction(step, answer.text)
+        try:
+            text, state["window"] = fitted_answer(
+                participant=participant,
+                window=state["window"],
+                build=build,
+                call=lambda pack, window: self._call(
+                    client, pack, step, participant, repair=True, window=window
+                ),
+                fail=_StepFailed,
+            )
+        except _StepFailed:
+            text = ""  # the repair call failed: the answer is held as it was
+        again, echoed = drop_echoes(self._parse(text, participant), instruction, names=self.roles)
+        outcome.echoes += echoed
+        if usable(again):
+            outcome.repaired = 1
+            return again, outcome
+        if kept:  # held for the DM's review, as the parser closed it, by its reason
+            for item in kept:
+                reason = item.reason if item.label else NO_LABELS
+                outcome.held[reason] = outcome.held.get(reason, 0) + 1
+        else:  # nothing but the format echoed back: no turn, a note for the DM
+            outcome.held[ECHOED] = 1
+        return kept, outcome
+
+    def _parse(self, text: str, participant: Participant) -> list[ParsedTurn]:
+        return parse_agent_output(
+            text,
             speaker=participant.role,
             speaker_kind=participant.kind,
             roles=self.roles,
             dm_roles=self.dm_roles,
         )
-        if not parsed:
-            raise _StepFailed("the model answered with no text")
-        return parsed
 
     def _call(
         self,
@@ -214,6 +270,7 @@ class _Steps:
         participant: Participant,
         *,
         looked_up: bool = False,
+        repair: bool = False,
         window=None,
     ) -> str:
         """One model call (with retries) for ``pack``, its usage recorded (`ModelCall`),
@@ -222,6 +279,7 @@ class _Steps:
         messages = to_openai_messages(pack)
         key = step_key(round=self.round, step=step.kind, role=participant.role)
         key = f"{key}:lookup" if looked_up else key
+        key = f"{key}:repair" if repair else key
         record = partial(
             model_call_note,
             experiment=self.experiment,
@@ -331,17 +389,34 @@ class _Steps:
         write.held = sum(1 for v in verdicts if v.held)
         return write
 
-    def _store(self, step: Step, participant: Participant, parsed: list[ParsedTurn]) -> None:
+    def _store(
+        self, step: Step, participant: Participant, parsed: list[ParsedTurn], outcome: _Outcome
+    ) -> None:
         review = sum(1 for item in parsed if item.needs_review)
         try:
-            write = self._write_parsed(participant, parsed)
+            if parsed:
+                write = self._write_parsed(participant, parsed)
+                guarded = write.held
+            else:  # only the format echoed back: a DM-only note, no turn of the agent's
+                write = self._note(
+                    f"Relay: {participant.role}'s answer ({step.kind}, model "
+                    f"{participant.model}) only echoed the format instructions, even when "
+                    "asked once more; nothing was stored as a turn this round."
+                )
+                guarded = 0
+            reasons = dict(outcome.held)
+            if guarded:
+                reasons[QUOTES] = guarded
             self._commit(
                 step,
                 participant,
                 RoundStep.Status.OK,
                 write,
                 review=review,
-                held=write.held,
+                held=sum(reasons.values()),
+                held_reasons=reasons,
+                repaired=outcome.repaired,
+                echoes=outcome.echoes,
             )
         except (ValidationError, DatabaseError) as exc:
             raise _StepFailed(

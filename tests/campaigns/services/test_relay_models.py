@@ -198,7 +198,8 @@ def test_an_answer_outside_the_format_is_stored_for_speaker_and_dm_flagged_never
     table, owner, gemini_standin, django_capture_on_commit_callbacks
 ):
     garbage = "lol I will not use your labels. The vault password is swordfish."
-    gemini_standin.script([Reply(DM_NARRATION), Reply(garbage), Reply(CASSIA_ACTS)])
+    # Thorin's answer has no labels, and its one repair request (issue 26) none either.
+    gemini_standin.script([Reply(DM_NARRATION), Reply(garbage), Reply(garbage), Reply(CASSIA_ACTS)])
     job = play(table, owner, django_capture_on_commit_callbacks)
 
     flagged = Turn.objects.get(experiment=table, speaker="Thorin")
@@ -208,13 +209,14 @@ def test_an_answer_outside_the_format_is_stored_for_speaker_and_dm_flagged_never
         True,
     )
     thorin_step = next(s for s in job.result["steps"] if s["role"] == "Thorin")
-    assert (thorin_step["status"], thorin_step["review"]) == ("ok", 1)
+    assert (thorin_step["status"], thorin_step["review"], thorin_step["held"]) == ("ok", 1, 1)
+    assert "swordfish" in gemini_standin.calls[2].prompt  # quoted back to Thorin's model
     cassia = viewer_for_role(experiment=table, role="Cassia")
     assert flagged not in turns_visible_to(experiment=table, viewer=cassia)
-    cassia_prompt = gemini_standin.calls[2].prompt
+    cassia_prompt = gemini_standin.calls[3].prompt
     assert "swordfish" not in cassia_prompt
-    # Nobody whispered, so the DM had nothing to answer: three calls in all.
-    assert len(gemini_standin.calls) == 3
+    # Nobody whispered, so the DM had nothing to answer: four calls in all.
+    assert len(gemini_standin.calls) == 4
 
 
 def test_a_player_writing_a_gm_note_or_whispering_to_a_stranger_fails_closed(
