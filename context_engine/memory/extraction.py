@@ -330,6 +330,10 @@ _DEFINE_SYSTEM = (
 )
 
 
+# A definition is one sentence of at most ~40 words; its JSON fits well inside this.
+DEFINITION_OUTPUT_TOKENS = 200
+
+
 def define_term_with_method(
     term: str,
     sentences_: Sequence[str],
@@ -353,7 +357,9 @@ def define_term_with_method(
     ]
     try:
         data = call_with_retries(
-            lambda: client.complete_json(messages, schema=DEFINITION_SCHEMA),
+            lambda: client.complete_json(
+                messages, schema=DEFINITION_SCHEMA, max_output_tokens=DEFINITION_OUTPUT_TOKENS
+            ),
             attempts=attempts,
             sleep=sleep,
         )

@@ -73,7 +73,11 @@ def condense_monologues(
         {"role": "user", "content": f"Monologues of {monologues[0].speaker}:\n{body}"},
     ]
     try:
-        text = call_with_retries(lambda: client.complete(messages), attempts=attempts, sleep=sleep)
+        text = call_with_retries(
+            lambda: client.complete(messages, max_output_tokens=max_tokens * 2),
+            attempts=attempts,
+            sleep=sleep,
+        )
     except Exception as exc:
         log.warning("monologue summary model failed, using the extract: %s", exc)
         return extractive

@@ -97,6 +97,12 @@ def _same_term(a: str, b: str) -> bool:
     return squash(a).casefold() == squash(b).casefold()
 
 
+def _verdict_room(count: int) -> int:
+    """Output tokens for ``count`` verdicts: id, term, keep, category and a short
+    definition each (about 80 tokens as JSON), and the object around them."""
+    return 128 + 80 * count
+
+
 def vet_proposals(
     proposals: Sequence[Proposal],
     *,
@@ -113,7 +119,9 @@ def vet_proposals(
         return None
     try:
         data = call_with_retries(
-            lambda: client.complete_json(messages, schema=VET_SCHEMA),
+            lambda: client.complete_json(
+                messages, schema=VET_SCHEMA, max_output_tokens=_verdict_room(len(proposals))
+            ),
             attempts=attempts,
             sleep=sleep,
         )

@@ -25,12 +25,21 @@ from campaigns.services.memory.commands import run_command
 from campaigns.services.relay import round_start
 from context_engine.arena.generate import generate_campaign
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.real_model, pytest.mark.slow]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.real_model,
+    pytest.mark.slow,
+    pytest.mark.timeout(1500),  # a CPU model: minutes, not the suite's 300 s
+]
 
 MAX_OUTPUT = 160  # tokens per agent answer: enough for a labelled answer, quick on a CPU
 
 
 def _seat_the_model(experiment, model_server) -> None:
+    """Every agent on the real model; the memory workers stay offline here (the
+    /checkpoint test gives them the model), so a round's time is the agents'."""
+    experiment.config = {**(experiment.config or {}), "memory_model": "offline"}
+    experiment.save(update_fields=["config"])
     # llama-cpp-python's server does not say its window (llama.cpp's own server has /props):
     # it is declared in the cast, as the README's recipe says.
     Participant.objects.filter(
