@@ -1,4 +1,4 @@
-"""`manage.py bench` and `bench_import` run end to end and print what they promise.
+"""`manage.py bench`, `bench_import` and `bench_models` run end to end and print what they promise.
 
 No timing is asserted (timings go in the benchmark's output, not in tests); these check
 that the table is complete and that nothing a benchmark creates is kept.
@@ -10,6 +10,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from campaigns.models import Experiment, Turn
 
@@ -59,3 +60,20 @@ def test_bench_retrieval_prints_a_row_per_size_and_keeps_nothing():
     row = lines[-1].split()
     assert row[0] == "40" and len(row) == 10
     assert Experiment.objects.count() == 0 and RetrievalPin.objects.count() == 0
+
+
+def test_bench_models_plays_the_demo_on_a_model_and_keeps_nothing(openai_standin, settings):
+    settings.OPENAI_BASE_URL = openai_standin.base_url
+    out = StringIO()
+    call_command("bench_models", "openai:standin", "--rounds", "1", "--window", "8192", stdout=out)
+    text = out.getvalue()
+    assert "window: 8192 tokens (declared" in text
+    assert "rounds succeeded: 1 of 1" in text
+    assert "of window" in text and "median latency" in text
+    assert len(openai_standin.calls) >= 4, "every agent asked the stand-in"
+    assert not Experiment.objects.exists(), "rolled back"
+
+
+def test_bench_models_refuses_a_model_id_it_cannot_use():
+    with pytest.raises(CommandError, match="model"):
+        call_command("bench_models", "smollm2")
