@@ -24,6 +24,10 @@ MODEL_PRESETS = (
     ("gemini-2.5-flash", "Gemini 2.5 Flash"),
     ("gemini-2.5-pro", "Gemini 2.5 Pro"),
     ("openai:default", "OpenAI-compatible server (OPENAI_BASE_URL), its default model"),
+    ("lmstudio:NAME", "LM Studio on 127.0.0.1:1234 (replace NAME)"),
+    ("ollama:NAME", "Ollama on 127.0.0.1:11434 (replace NAME)"),
+    ("llamacpp:NAME", "llama.cpp llama-server on 127.0.0.1:8080 (replace NAME)"),
+    ("vllm:NAME", "vLLM on 127.0.0.1:8000 (replace NAME)"),
 )
 STRATEGY_HELP = {
     "full_history": "everything, trimmed oldest first",
@@ -164,13 +168,37 @@ class ParticipantForm(forms.Form):
         label="Max output tokens", required=False, help_text="Blank: the default."
     )
     order = forms.IntegerField(label="Turn order", required=False, help_text="Blank: last.")
+    base_url = forms.CharField(
+        label="Server base URL",
+        required=False,
+        max_length=300,
+        help_text="Blank: the preset's (lmstudio:, ollama:, llamacpp:, vllm:) or OPENAI_BASE_URL.",
+    )
+    api_key = forms.CharField(
+        label="API key",
+        required=False,
+        max_length=500,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text="Never shown again; blank keeps the stored one.",
+    )
+    timeout_s = forms.IntegerField(
+        label="Timeout (seconds)", required=False, help_text="Blank: the preset's."
+    )
+    context_window = forms.IntegerField(
+        label="Context window (tokens)",
+        required=False,
+        help_text="Blank: read from the server where it says.",
+    )
 
     @classmethod
     def initial_for(cls, participant: Participant) -> dict:
-        return {name: getattr(participant, name) for name in cls.base_fields}
+        return {name: getattr(participant, name) for name in cls.base_fields if name != "api_key"}
 
     def participant_fields(self) -> dict:
-        return dict(self.cleaned_data)
+        fields = dict(self.cleaned_data)
+        if not fields.get("api_key"):
+            fields.pop("api_key", None)  # blank keeps the stored key (as in the API)
+        return fields
 
 
 class PlayForm(forms.Form):

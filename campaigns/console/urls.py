@@ -32,6 +32,11 @@ urlpatterns = [
     path("campaigns/<str:pk>/cast/", cast.cast, name="cast"),
     path("campaigns/<str:pk>/cast/<str:pid>/", cast.participant_edit, name="participant"),
     path(
+        "campaigns/<str:pk>/cast/<str:pid>/test/",
+        cast.participant_test,
+        name="participant_test",
+    ),
+    path(
         "campaigns/<str:pk>/cast/<str:pid>/remove/",
         cast.participant_remove,
         name="participant_remove",

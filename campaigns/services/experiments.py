@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from campaigns.models import Experiment, Participant, Turn, WorldState
-from campaigns.services.providers import clean_provider_fields
+from campaigns.services.providers import PROVIDER_FIELDS, clean_provider_fields
 from campaigns.validation import clean_config, clean_role_name, clean_round
 from context_engine.llm.usage import MAX_OUTPUT_TOKENS_LIMIT, TEMPERATURE_MAX
 from context_engine.types import DEFAULT_BUDGETS
@@ -69,9 +69,6 @@ def experiment_update(*, experiment: Experiment, **changes) -> Experiment:
 def experiment_delete(*, experiment: Experiment) -> None:
     """Delete an experiment and everything under it (turns, lore, digests, jobs)."""
     experiment.delete()
-
-
-PROVIDER_FIELDS = ("model", "base_url", "api_key", "timeout_s", "context_window")
 
 
 def clean_model_settings(*, temperature: object = None, max_output_tokens: object = None) -> None:
@@ -235,6 +232,10 @@ EDITABLE_PARTICIPANT_FIELDS = (
     "order",
     "temperature",
     "max_output_tokens",
+    "base_url",
+    "api_key",
+    "timeout_s",
+    "context_window",
 )
 
 

@@ -234,6 +234,34 @@ def memory_models_check_or_400(config: dict, *, before: dict | None = None) -> N
         raise ValidationError(errors)
 
 
+CONNECTION = ("model", "base_url", "api_key", "timeout_s")
+# The fields whose change is checked against the server before it is saved.
+PROVIDER_FIELDS = ("model", "base_url", "api_key", "timeout_s", "context_window")
+
+
+def connection_after(changes: dict, participant: Participant | None = None) -> dict:
+    """The connection settings after ``changes``: a blank key keeps the stored one, a
+    null key clears it."""
+    merged: dict = {"model": "human", "base_url": "", "api_key": "", "timeout_s": None}
+    if participant is not None:
+        merged.update({name: getattr(participant, name) for name in CONNECTION})
+    for name in CONNECTION:
+        if name not in changes or (name == "api_key" and changes[name] == ""):
+            continue
+        merged[name] = changes[name] if changes[name] is not None or name != "api_key" else ""
+    return merged
+
+
+def check_connection_changes(changes: dict, participant: Participant | None = None) -> None:
+    """A new model or server is asked before it is saved (ValidationError on the field to
+    fix), for the API and the console's cast page alike."""
+    if not any(name in changes for name in PROVIDER_FIELDS):
+        return
+    merged = connection_after(changes, participant)
+    clean_provider_fields(**merged)  # the form, the host, first: no request to a bad URL
+    provider_check_or_400(**merged)
+
+
 def check_as_dict(found: Check) -> dict:
     """A Check as the API shows it (no key, ever)."""
     window = found.window

@@ -24,7 +24,6 @@ from campaigns.api.serializers import (
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
 from campaigns.reads import selectors
 from campaigns.services.experiments import (
-    PROVIDER_FIELDS,
     experiment_create,
     experiment_delete,
     experiment_update,
@@ -32,10 +31,11 @@ from campaigns.services.experiments import (
 )
 from campaigns.services.providers import (
     check_as_dict,
+    check_connection_changes,
     clean_provider_fields,
+    connection_after,
     memory_models_check_or_400,
     provider_check,
-    provider_check_or_400,
 )
 from campaigns.services.seats import participant_add
 
@@ -130,7 +130,7 @@ class ParticipantListView(ApiView):
         names anyone; the user is seated only when they accept it."""
         access = get_experiment_for(request.user, id, write=True)
         data = validated(ParticipantCreateSerializer, request.data)
-        _checked(data)
+        check_connection_changes(data)
         participant, invitation = participant_add(
             experiment=access.experiment, invited_by=request.user, **data
         )
@@ -163,7 +163,7 @@ class ParticipantDetailView(ApiView):
         access = get_experiment_for(request.user, id, write=True)
         participant = _participant(access, pid)
         changes = validated(ParticipantUpdateSerializer, request.data)
-        _checked(changes, participant)
+        check_connection_changes(changes, participant)
         participant = participant_update_model(participant=participant, **changes)
         participant.shown_secret = participant.secret
         participant.shown_reveal_round = participant.reveal_round
@@ -178,31 +178,6 @@ def _participant(access, pid):
     if participant is None:
         raise NotFound("Participant not found.")
     return participant
-
-
-CONNECTION = ("model", "base_url", "api_key", "timeout_s")
-
-
-def _merged(changes: dict, participant=None) -> dict:
-    """The connection settings after ``changes``: a blank key keeps the stored one, a
-    null key clears it."""
-    merged: dict = {"model": "human", "base_url": "", "api_key": "", "timeout_s": None}
-    if participant is not None:
-        merged.update({name: getattr(participant, name) for name in CONNECTION})
-    for name in CONNECTION:
-        if name not in changes or (name == "api_key" and changes[name] == ""):
-            continue
-        merged[name] = changes[name] if changes[name] is not None or name != "api_key" else ""
-    return merged
-
-
-def _checked(changes: dict, participant=None) -> None:
-    """A new model or server is asked before it is saved (400 on the field to fix)."""
-    if not any(name in changes for name in PROVIDER_FIELDS):
-        return
-    merged = _merged(changes, participant)
-    clean_provider_fields(**merged)  # the form, the host, first: no request to a bad URL
-    provider_check_or_400(**merged)
 
 
 @extend_schema(
@@ -224,7 +199,7 @@ class ParticipantConnectionView(ApiView):
         access = get_experiment_for(request.user, id, write=True)
         participant = _participant(access, pid)
         changes = validated(ConnectionTestSerializer, request.data or {})
-        merged = _merged(changes, participant)
+        merged = connection_after(changes, participant)
         clean_provider_fields(**merged, allow_human=False)
         found = provider_check(**merged)
         if not hasattr(found, "ok"):

@@ -8,6 +8,7 @@ Each form is cleaned by `participant_fields` through `participant_create` /
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.http import Http404
 from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods, require_POST
@@ -23,6 +24,13 @@ from campaigns.services.experiments import (
     participant_delete,
     participant_history,
     participant_update,
+)
+from campaigns.services.providers import (
+    check_as_dict,
+    check_connection_changes,
+    clean_provider_fields,
+    connection_after,
+    provider_check,
 )
 
 TEMPLATE = "campaigns/console/cast.html"
@@ -72,7 +80,11 @@ def cast(request, pk):
     created = None
     if form.is_valid():
         try:
-            created = participant_create(experiment=access.experiment, **form.participant_fields())
+            fields = form.participant_fields()
+            with transaction.atomic():  # every field checked first, then the server asked
+                made = participant_create(experiment=access.experiment, **fields)
+                check_connection_changes(fields)
+            created = made
         except ValidationError as exc:
             attach_setup_errors(form, exc)
     if created is None:
@@ -93,7 +105,12 @@ def participant_edit(request, pk, pid):
     saved = False
     if form.is_valid():
         try:
-            participant_update(participant=participant, **form.participant_fields())
+            fields = form.participant_fields()
+            changed = _changed(participant, fields)
+            before = Participant.objects.get(pk=participant.pk)
+            with transaction.atomic():  # every field checked first, then the server asked
+                participant_update(participant=participant, **fields)
+                check_connection_changes(changed, before)
             saved = True
         except ValidationError as exc:
             attach_setup_errors(form, exc)
@@ -103,6 +120,32 @@ def participant_edit(request, pk, pid):
     if not request.htmx:
         return redirect("console:cast", pk=access.experiment.pk)
     return page(request, TEMPLATE, _context(access), partial="cast")
+
+
+def _changed(participant: Participant, fields: dict) -> dict:
+    """The fields this save changes (an unchanged model is not asked again)."""
+    return {k: v for k, v in fields.items() if getattr(participant, k, None) != v}
+
+
+@login_required
+@require_POST
+def participant_test(request, pk, pid):
+    """ "Test connection": ask the seat's server (its stored settings) whether it answers,
+    serves the model, and how large its window is. The key is never shown."""
+    access = console_access.experiment_for(request, pk, write=True)
+    participant = _participant(access, pid)
+    ctx = _context(access)
+    merged = connection_after({}, participant)
+    try:
+        clean_provider_fields(**merged, allow_human=False)
+        found = provider_check(**merged)
+        if isinstance(found, ValidationError):
+            raise found
+    except ValidationError as exc:
+        ctx["tested"] = (participant.pk, {"ok": False, "errors": exc.messages})
+    else:
+        ctx["tested"] = (participant.pk, check_as_dict(found))
+    return page(request, TEMPLATE, ctx, partial="cast")
 
 
 @login_required

@@ -106,7 +106,12 @@ def test_a_bad_field_names_itself_stores_nothing_and_matches_the_api(
         assert field in api.json()
 
 
-def test_editing_a_seat_changes_its_fields_through_the_service(as_user, owner, exp):
+def test_editing_a_seat_changes_its_fields_through_the_service(
+    as_user, owner, exp, settings, gemini_standin
+):
+    # A new model is asked when it is saved, as the API asks it: here a Gemini stand-in.
+    settings.GEMINI_API_KEY = "standin-key"
+    settings.GEMINI_BASE_URL = gemini_standin.base_url
     cassia = exp.participants.get(role="Cassia")
     response = as_user(owner).post(
         url(exp, "console:participant", cassia.pk),
@@ -194,3 +199,42 @@ def test_a_seat_of_another_campaign_or_a_junk_id_is_404(as_user, owner, exp, sta
 def test_the_cast_page_shows_secrets_only_to_editors(as_user, owner, player, exp):
     assert FORBIDDEN["cassia_secret"] in as_user(owner).get(url(exp)).content.decode()
     assert as_user(player).get(url(exp)).status_code == 403
+
+
+def test_a_model_whose_server_does_not_answer_is_refused_on_its_field(as_user, owner, exp):
+    cassia = exp.participants.get(role="Cassia")
+    before = cast_of(exp)
+    response = as_user(owner).post(
+        url(exp, "console:participant", cassia.pk),
+        {
+            **seat(prefix=f"p{cassia.pk}", role="Cassia", model="llamacpp:tiny"),
+            f"p{cassia.pk}-base_url": "http://127.0.0.1:9/v1",  # nothing listens there
+        },
+        **HX,
+    )
+    assert response.status_code == 422
+    assert "127.0.0.1:9" in response.content.decode()
+    assert cast_of(exp) == before, "nothing stored"
+
+
+def test_test_connection_reports_the_server_its_model_and_window_and_never_the_key(
+    as_user, owner, exp, openai_standin
+):
+    cassia = exp.participants.get(role="Cassia")
+    cassia.model = "llamacpp:standin"
+    cassia.base_url = openai_standin.base_url
+    cassia.api_key = "sk-very-secret"
+    cassia.save()
+    response = as_user(owner).post(url(exp, "console:participant_test", cassia.pk), **HX)
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "Connected:" in body and "window" in body
+    assert "sk-very-secret" not in body
+
+
+def test_only_the_owner_side_tests_a_connection(as_user, player, stranger, exp):
+    cassia = exp.participants.get(role="Cassia")
+    assert as_user(player).post(url(exp, "console:participant_test", cassia.pk)).status_code == 403
+    assert (
+        as_user(stranger).post(url(exp, "console:participant_test", cassia.pk)).status_code == 404
+    )
