@@ -152,7 +152,10 @@ class ParticipantForm(forms.Form):
         label="Model",
         max_length=100,
         initial="offline",
-        help_text="Pick a preset or type an id: offline, human, gemini-…, openai:NAME.",
+        help_text=(
+            "Pick a preset or type an id: offline, human, gemini-…, openai:NAME, "
+            "lmstudio:NAME, ollama:NAME, llamacpp:NAME, vllm:NAME."
+        ),
         widget=forms.TextInput(attrs={"list": "model-presets", "autocomplete": "off"}),
     )
     bio = _text("Bio (public profile)", rows=2)
