@@ -44,7 +44,7 @@ def test_a_round_killed_mid_step_resumes_on_another_worker_with_every_step_once(
 
     with celery_worker(real_services, extra_env=env) as queue, default_queue(queue):
         job = round_start(experiment=campaign, user=owner)
-        wait_for(lambda: len(gemini_standin.requests) == 3, timeout=120, interval=0.05)
+        wait_for(lambda: len(gemini_standin.calls) == 3, timeout=120, interval=0.05)
         assert RoundStep.objects.filter(experiment=campaign).count() == 2
         PROCESSES[queue].kill()  # SIGKILL, inside Cassia's model call
         PROCESSES[queue].wait(timeout=20)
@@ -79,5 +79,5 @@ def test_a_round_killed_mid_step_resumes_on_another_worker_with_every_step_once(
     kinds = Counter(Turn.objects.filter(experiment=campaign).values_list("speaker", "kind"))
     assert kinds[("Cassia", "action")] == 1
     assert kinds[("DM", "narrative")] == 1 and kinds[("Thorin", "action")] == 1
-    assert len(gemini_standin.requests) == 5, "Cassia was asked again, nobody else was"
+    assert len(gemini_standin.calls) == 5, "Cassia was asked again, nobody else was"
     assert [s["role"] for s in job.result["steps"]] == ["DM", "Thorin", "Cassia", "DM"]
