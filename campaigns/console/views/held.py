@@ -101,16 +101,14 @@ def _invalid(request, access, turn, form):
     return page(request, TEMPLATE, _context(access, turns=turns), partial="held", status=INVALID)
 
 
-@login_required
-@require_POST
-def held_publish(request, pk, tid):
-    """Publish the held turn with the text in the box (edited first if it changed)."""
+def _save_text(request, pk, tid, service, done: str):
+    """Publish or edit: the text in the box through ``service``; its errors on the form."""
     access = _reviewer(request, pk)
     turn = console_access.get_held_turn_for(access, tid)
     form = HeldEditForm(request.POST, auto_id=f"h{turn.pk}-%s")
     if form.is_valid():
         try:
-            held_turn_publish(
+            service(
                 experiment=access.experiment,
                 turn=turn,
                 user=request.user,
@@ -120,29 +118,21 @@ def held_publish(request, pk, tid):
             attach_errors(form, exc)
     if form.errors:
         return _invalid(request, access, turn, form)
-    return _after(request, access, f"#{turn.seq} published.")
+    return _after(request, access, f"#{turn.seq} {done}")
+
+
+@login_required
+@require_POST
+def held_publish(request, pk, tid):
+    """Publish the held turn with the text in the box (edited first if it changed)."""
+    return _save_text(request, pk, tid, held_turn_publish, "published.")
 
 
 @login_required
 @require_POST
 def held_edit(request, pk, tid):
     """Save a correction; the turn stays held."""
-    access = _reviewer(request, pk)
-    turn = console_access.get_held_turn_for(access, tid)
-    form = HeldEditForm(request.POST, auto_id=f"h{turn.pk}-%s")
-    if form.is_valid():
-        try:
-            held_turn_edit(
-                experiment=access.experiment,
-                turn=turn,
-                user=request.user,
-                content=form.cleaned_data["content"],
-            )
-        except ValidationError as exc:
-            attach_errors(form, exc)
-    if form.errors:
-        return _invalid(request, access, turn, form)
-    return _after(request, access, f"#{turn.seq} edited; still held.")
+    return _save_text(request, pk, tid, held_turn_edit, "edited; still held.")
 
 
 @login_required
