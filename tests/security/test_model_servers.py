@@ -83,3 +83,17 @@ def test_the_process_key_never_goes_to_an_owners_own_server(
     )
     assert server.requests
     assert all("sk-operator-key" not in r.headers.get("authorization", "") for r in server.requests)
+
+
+def test_only_the_editor_reading_as_themself_sees_a_models_connection(api, keyed, owner, player):
+    keyed.participants.filter(role="DM").update(timeout_s=300, context_window=8192)
+    connection = ("base_url", "api_key_set", "timeout_s", "context_window")
+
+    def dm_row(user, query=""):
+        rows = api(user).get(participants(keyed) + query).json()["results"]
+        return next(row for row in rows if row["role"] == "DM")
+
+    shown = dm_row(owner)
+    assert [shown[f] for f in connection] == ["http://127.0.0.1:8000/v1", True, 300, 8192]
+    for seen in (dm_row(player), dm_row(owner, "?as=Thorin")):
+        assert [seen[f] for f in connection] == [None, None, None, None], seen

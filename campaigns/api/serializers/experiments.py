@@ -111,12 +111,32 @@ class ParticipantSerializer(serializers.ModelSerializer):
         source="shown_reveal_round", allow_null=True, read_only=True
     )
 
+    # The connection settings are the campaign editor's: null for anyone else (a player
+    # has no business with the server's address, timeout or whether a key is stored).
+    base_url = serializers.SerializerMethodField(help_text="The server's base URL (editors).")
     api_key_set = serializers.SerializerMethodField(
-        help_text="Whether a key is stored (the key itself is never shown)."
+        help_text="Whether a key is stored (editors; the key itself is never shown)."
+    )
+    timeout_s = serializers.SerializerMethodField(help_text="Seconds one call may take (editors).")
+    context_window = serializers.SerializerMethodField(
+        help_text="The model's declared window in tokens (editors)."
     )
 
-    def get_api_key_set(self, participant: Participant) -> bool:
-        return bool(participant.api_key)
+    @staticmethod
+    def _connection_shown(participant: Participant) -> bool:
+        return getattr(participant, "connection_shown", True)
+
+    def get_base_url(self, participant: Participant) -> str | None:
+        return participant.base_url if self._connection_shown(participant) else None
+
+    def get_api_key_set(self, participant: Participant) -> bool | None:
+        return bool(participant.api_key) if self._connection_shown(participant) else None
+
+    def get_timeout_s(self, participant: Participant) -> int | None:
+        return participant.timeout_s if self._connection_shown(participant) else None
+
+    def get_context_window(self, participant: Participant) -> int | None:
+        return participant.context_window if self._connection_shown(participant) else None
 
     class Meta:
         model = Participant

@@ -105,7 +105,10 @@ class ParticipantListView(ApiView):
         viewer = reading_viewer(access, request.query_params.get("as"))
         round_now = selectors.current_round(experiment=access.experiment)
         page = self.paginate_queryset(access.experiment.participants.order_by("order", "id"))
+        # Connection settings are shown to the editor reading as themself only.
+        connection_shown = access.can_edit and not request.query_params.get("as")
         for participant in page:
+            participant.connection_shown = connection_shown
             readable = selectors.secret_readable(
                 participant=participant, viewer=viewer, round_now=round_now
             )
