@@ -105,7 +105,7 @@ def round_create(*, experiment: Experiment, user=None, play: Job | None = None) 
         )
     try:
         with transaction.atomic():  # the job_one_active_round constraint is the backstop
-            return Job.objects.create(
+            job = Job.objects.create(
                 experiment=locked,
                 kind=Job.Kind.ROUND,
                 user=user if getattr(user, "pk", None) else None,
@@ -114,6 +114,12 @@ def round_create(*, experiment: Experiment, user=None, play: Job | None = None) 
             )
     except IntegrityError:
         raise ValidationError({"round": [ALREADY_RUNNING]}) from None
+    # A draft campaign whose first round starts is running (paused, finished or archived
+    # ones keep what the owner set).
+    Experiment.objects.filter(pk=locked.pk, status=Experiment.Status.DRAFT).update(
+        status=Experiment.Status.RUNNING
+    )
+    return job
 
 
 def round_start(*, experiment: Experiment, user=None) -> Job:

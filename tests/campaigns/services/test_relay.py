@@ -258,6 +258,23 @@ def test_content_over_the_limit_is_cut_and_says_so(
 # -- starting rounds: validation and one at a time --------------------------------------
 
 
+def test_a_draft_campaign_is_running_once_its_first_round_starts(owner):
+    experiment = make_experiment(owner=owner)
+    experiment.participants.update(model="offline")
+    assert experiment.status == "draft"
+    round_create(experiment=experiment, user=owner)
+    experiment.refresh_from_db()
+    assert experiment.status == "running"
+
+
+def test_starting_a_round_keeps_a_status_the_owner_set(owner):
+    experiment = make_experiment(owner=owner, status="paused")
+    experiment.participants.update(model="offline")
+    round_create(experiment=experiment, user=owner)
+    experiment.refresh_from_db()
+    assert experiment.status == "paused"
+
+
 def test_a_second_start_while_a_round_is_pending_is_refused(demo_campaign, owner):
     first = round_create(experiment=demo_campaign, user=owner)
     with pytest.raises(ValidationError) as caught:
