@@ -75,7 +75,10 @@ def _context(access, *, turns=None, notice=""):
                 experiment=access.experiment, viewer=access.viewer
             )
         ]
-    ctx["held"] = turns
+    # Numbered as the reviewer reads the timeline (a seated DM: positions, not seqs).
+    ctx["held"] = selectors.shown_turns(
+        experiment=access.experiment, viewer=access.viewer, turns=turns
+    )
     ctx["notice"] = notice
     return ctx
 
@@ -91,6 +94,12 @@ def _after(request, access, notice: str):
     if not request.htmx:
         return redirect("console:held", pk=access.experiment.pk)
     return page(request, TEMPLATE, _context(access, notice=notice), partial="held")
+
+
+def _shown_seq(access, turn) -> int:
+    """The number the reviewer knows this turn by (see `selectors.shown_turns`)."""
+    (shown,) = selectors.shown_turns(experiment=access.experiment, viewer=access.viewer, turns=[turn])
+    return shown.shown_seq
 
 
 def _invalid(request, access, turn, form):
@@ -118,7 +127,7 @@ def _save_text(request, pk, tid, service, done: str):
             attach_errors(form, exc)
     if form.errors:
         return _invalid(request, access, turn, form)
-    return _after(request, access, f"#{turn.seq} {done}")
+    return _after(request, access, f"#{_shown_seq(access, turn)} {done}")
 
 
 @login_required
@@ -140,5 +149,6 @@ def held_edit(request, pk, tid):
 def held_discard(request, pk, tid):
     access = _reviewer(request, pk)
     turn = console_access.get_held_turn_for(access, tid)
+    shown = _shown_seq(access, turn)  # read before the discard takes it out of the stream
     held_turn_discard(experiment=access.experiment, turn=turn, user=request.user)
-    return _after(request, access, f"#{turn.seq} discarded (its text stays in the admin).")
+    return _after(request, access, f"#{shown} discarded (its text stays in the admin).")

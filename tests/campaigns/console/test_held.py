@@ -58,6 +58,22 @@ def test_a_user_seated_as_the_dm_reviews_too(campaign, held):
     assert f'id="held-{held.pk}"' in client(seated).get(url(campaign)).content.decode()
 
 
+def test_a_seated_dm_knows_a_held_turn_by_its_position_not_by_hidden_turns(campaign, held):
+    """A monologue the DM seat cannot read must not move the number it is shown."""
+    seated = make_user("seated_dm")
+    campaign.participants.filter(role="DM").update(user=seated)
+    held_seq = held.seq
+    turn_create(experiment=campaign, round=0, speaker="Cassia", kind="monologue", content="Hm.")
+    Turn.objects.filter(pk=held.pk).update(seq=held_seq + 5)  # hidden turns came before it
+    page = client(seated).get(url(campaign)).content.decode()
+    assert f'<span class="seq">#{held_seq + 5}</span>' not in page
+    assert '<span class="seq">#2</span>' in page  # the GM note, then this one
+    published = client(seated).post(
+        url(campaign, held.pk, "publish"), {"content": "Says nothing."}, HTTP_HX_REQUEST="true"
+    )
+    assert "#2 published." in published.content.decode()
+
+
 @pytest.mark.parametrize("who", ["anonymous", "stranger", "player"])
 def test_no_one_else_reaches_the_review(campaign, stranger, player, held, who):
     user = {"anonymous": None, "stranger": stranger, "player": player}[who]
