@@ -98,7 +98,9 @@ def _after(request, access, notice: str):
 
 def _shown_seq(access, turn) -> int:
     """The number the reviewer knows this turn by (see `selectors.shown_turns`)."""
-    (shown,) = selectors.shown_turns(experiment=access.experiment, viewer=access.viewer, turns=[turn])
+    (shown,) = selectors.shown_turns(
+        experiment=access.experiment, viewer=access.viewer, turns=[turn]
+    )
     return shown.shown_seq
 
 
