@@ -35,6 +35,7 @@ from campaigns.api.serializers.transcripts import TRANSCRIPT_IMPORT_SCHEMA, Tran
 from campaigns.api.serializers.turns import (
     RevealSerializer,
     TurnCreateSerializer,
+    TurnEditSerializer,
     TurnFilterSerializer,
     TurnSerializer,
     VisibilityChangeSerializer,
@@ -68,6 +69,7 @@ __all__ = [
     "SummarySerializer",
     "TranscriptSerializer",
     "TurnCreateSerializer",
+    "TurnEditSerializer",
     "TurnFilterSerializer",
     "TurnSerializer",
     "VisibilityChangeSerializer",

@@ -103,3 +103,12 @@ class VisibilityChangeSerializer(serializers.ModelSerializer):
         model = VisibilityChange
         fields = ["id", "turn", "old_visibility", "new_visibility", "round", "created_at"]
         read_only_fields = fields
+
+
+class TurnEditSerializer(StrictSerializer):
+    content = text_field(
+        help_text=(
+            "The turn's new text (non-empty, at most the experiment's content limit). The "
+            "old text is kept as a revision; digests and lore follow."
+        )
+    )

@@ -8,11 +8,21 @@ from rest_framework import status
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
-from campaigns.access import check_turn_post, get_experiment_for, parse_id, reading_viewer
+from campaigns.access import (
+    check_turn_post,
+    get_experiment_for,
+    get_turn_to_fix,
+    job_as_read_by,
+    parse_id,
+    reading_viewer,
+)
 from campaigns.api.examples import TURN_EXAMPLES
 from campaigns.api.serializers import (
     RevealSerializer,
+    EmptySerializer,
+    JobSerializer,
     TurnCreateSerializer,
+    TurnEditSerializer,
     TurnFilterSerializer,
     TurnSerializer,
     VisibilityChangeSerializer,
@@ -23,6 +33,14 @@ from campaigns.models import Turn
 from campaigns.reads import selectors
 from campaigns.services.relay import human_turn_create
 from campaigns.services.reveals import turn_reveal
+from campaigns.services.turn_fixes import step_regenerate_start, turn_edit
+
+TURN_ID = OpenApiParameter(
+    "tid",
+    OpenApiTypes.INT,
+    OpenApiParameter.PATH,
+    description="The turn's id as you were shown it (`id` in the turn list).",
+)
 
 
 @extend_schema(parameters=[EXPERIMENT_ID])
@@ -109,3 +127,42 @@ class TurnRevealView(ApiView):
             user=request.user,
         )
         return Response(VisibilityChangeSerializer(change).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(parameters=[EXPERIMENT_ID, TURN_ID])
+class TurnDetailView(ApiView):
+    serializer_class = TurnSerializer
+
+    @extend_schema(request=TurnEditSerializer, responses={200: TurnSerializer})
+    def patch(self, request, id, tid):
+        """Edit a turn's text (the DM side: owner, staff, a user seated as the DM). The old
+        text is kept as a revision, read only by who read it; digests that folded the turn
+        are folded again and World Bible entries sourced from it follow the new text. A
+        turn you do not read is a 404; one you read but may not edit, a 403."""
+        access = get_experiment_for(request.user, id)
+        turn = get_turn_to_fix(access, tid)
+        data = validated(TurnEditSerializer, request.data)
+        turn = turn_edit(turn=turn, user=request.user, content=data["content"])
+        (turn,) = selectors.shown_turns(
+            experiment=access.experiment, viewer=access.viewer, turns=[turn]
+        )
+        return Response(TurnSerializer(turn).data)
+
+
+@extend_schema(parameters=[EXPERIMENT_ID, TURN_ID])
+class TurnRegenerateView(ApiView):
+    serializer_class = EmptySerializer
+
+    @extend_schema(request=EmptySerializer, responses={202: JobSerializer})
+    def post(self, request, id, tid):
+        """Ask the model that wrote this turn for its round step again, with the pack it
+        reads now (the DM side). Runs in the background: poll the task. The step's turns
+        take the new text (old texts kept as revisions); if the model fails, they keep
+        the old text and the task says why. A turn no model wrote is a 400 on ``turn``."""
+        access = get_experiment_for(request.user, id)
+        turn = get_turn_to_fix(access, tid)
+        validated(EmptySerializer, request.data)
+        job = step_regenerate_start(turn=turn, user=request.user)
+        return Response(
+            JobSerializer(job_as_read_by(job, access)).data, status=status.HTTP_202_ACCEPTED
+        )
