@@ -63,9 +63,9 @@ __all__ = [
     "SummaryListView",
     "TaskSkipView",
     "TaskView",
-    "TurnListView",
-    "TurnRevealView",
     "TurnDetailView",
+    "TurnListView",
     "TurnRegenerateView",
+    "TurnRevealView",
     "UsageView",
 ]

@@ -18,9 +18,9 @@ from campaigns.access import (
 )
 from campaigns.api.examples import TURN_EXAMPLES
 from campaigns.api.serializers import (
-    RevealSerializer,
     EmptySerializer,
     JobSerializer,
+    RevealSerializer,
     TurnCreateSerializer,
     TurnEditSerializer,
     TurnFilterSerializer,
