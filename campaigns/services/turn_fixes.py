@@ -247,3 +247,26 @@ def guard_verdict(*, experiment, speaker: str, visibility, content: str):
     if not wider_than_speaker(visibility, speaker):
         return None
     return OutputGuard(experiment=experiment, speaker=speaker, visibility=visibility).check(content)
+
+
+def regenerable_ids(*, experiment: Experiment, turns) -> set[int]:
+    """Which of ``turns`` a model wrote in a round's step (what `step_of` accepts), in one
+    query over the steps of their rounds: the timeline's "Regenerate" buttons."""
+    turns = [t for t in turns if t.held_at is None and t.kind != Turn.Kind.SYSTEM]
+    if not turns:
+        return set()
+    humans = set(
+        experiment.participants.filter(model=HUMAN).values_list("role", flat=True)
+    )
+    wanted = {t.pk: t.speaker for t in turns}
+    rows = RoundStep.objects.filter(
+        experiment=experiment,
+        round__in={t.round for t in turns},
+        status=RoundStep.Status.OK,
+    ).exclude(model=HUMAN)
+    found = set()
+    for row in rows.only("speaker", "turns"):
+        if row.speaker in humans:
+            continue
+        found.update(pk for pk in row.turns or [] if wanted.get(pk) == row.speaker)
+    return found
