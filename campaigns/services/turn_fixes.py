@@ -255,9 +255,7 @@ def regenerable_ids(*, experiment: Experiment, turns) -> set[int]:
     turns = [t for t in turns if t.held_at is None and t.kind != Turn.Kind.SYSTEM]
     if not turns:
         return set()
-    humans = set(
-        experiment.participants.filter(model=HUMAN).values_list("role", flat=True)
-    )
+    humans = set(experiment.participants.filter(model=HUMAN).values_list("role", flat=True))
     wanted = {t.pk: t.speaker for t in turns}
     rows = RoundStep.objects.filter(
         experiment=experiment,

@@ -39,7 +39,9 @@ def _row(request, access, turn, *, status=200, **extra):
         )
     )
     turn.regenerable = turn.pk in regenerable_ids(experiment=access.experiment, turns=[turn])
-    (turn,) = selectors.shown_turns(experiment=access.experiment, viewer=access.viewer, turns=[turn])
+    (turn,) = selectors.shown_turns(
+        experiment=access.experiment, viewer=access.viewer, turns=[turn]
+    )
     ctx = {
         "turn": turn,
         "experiment": access.experiment,
@@ -105,7 +107,11 @@ def turn_regenerate(request, pk, tid):
     try:
         job = step_regenerate_start(turn=turn, user=request.user)
     except ValidationError as exc:
-        errors = exc.message_dict.get("turn", exc.messages) if hasattr(exc, "error_dict") else exc.messages
+        errors = (
+            exc.message_dict.get("turn", exc.messages)
+            if hasattr(exc, "error_dict")
+            else exc.messages
+        )
         return _row(request, access, turn, regenerate_errors=errors, status=INVALID)
     if not request.htmx:
         return redirect("console:campaign", pk=access.experiment.pk)

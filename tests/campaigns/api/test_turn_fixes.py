@@ -68,7 +68,9 @@ def test_editing_a_public_turn_over_the_matrix(api, campaign, people, who, statu
     user = people[who]
     tid = shown_id(api, user, campaign, turn) if who in ("co_dm", "player") else turn.pk
     before = snapshot(campaign)
-    response = api(user).patch(url(campaign, tid), {"content": "The tide turns red."}, format="json")
+    response = api(user).patch(
+        url(campaign, tid), {"content": "The tide turns red."}, format="json"
+    )
     assert response.status_code == status, response.content
     if status == 200:
         assert response.json()["content"] == "The tide turns red."
