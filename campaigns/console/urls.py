@@ -14,8 +14,8 @@ from campaigns.console.views import (
     notes,
     run,
     seats,
-    turn_fixes,
     setup,
+    turn_fixes,
     usage,
     whispers,
 )
