@@ -115,5 +115,7 @@ def turn_regenerate(request, pk, tid):
         return _row(request, access, turn, regenerate_errors=errors, status=INVALID)
     if not request.htmx:
         return redirect("console:campaign", pk=access.experiment.pk)
+    job.refresh_from_db()  # without a broker the task ran on commit: say how it ended
+    turn.refresh_from_db()
     job = job_as_read_by(job, access)
     return _row(request, access, turn, job=job, running=job.status in relay.ACTIVE)
