@@ -56,7 +56,7 @@ def fix_url(exp, tid, tail=""):
 )
 def test_saving_an_edit_over_the_matrix(as_user, people, exp, who, status):
     turn = public(exp)
-    tid = 1 if who == "co_dm" else turn.pk  # a seat knows turns by position; #1 is public
+    tid = 1 if who in ("co_dm", "player") else turn.pk  # a seat knows turns by position
     before = snapshot(exp)
     client = as_user(people[who])
     form = client.get(fix_url(exp, tid, "edit/"), **HX)
