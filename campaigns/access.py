@@ -221,12 +221,10 @@ def can_fix_turns(access: Access) -> bool:
     return access.can_edit or (access.viewer.is_dm and not access.viewer.omniscient)
 
 
-def get_turn_to_fix(access: Access, tid: object) -> Turn:
-    """A turn this user reads and may fix. ``tid`` is the number they were shown
-    (`selectors.shown_turns`). A turn they do not read is a 404 for everyone, checked
-    first: a player never learns whether a hidden turn exists; one they read but may not
-    fix is a 403."""
-    viewer = access.viewer
+def get_turn_for(access: Access, viewer: Viewer, tid: object) -> Turn:
+    """A turn ``viewer`` reads, by the number they were shown (`selectors.shown_turns`:
+    the id for an omniscient reader, else the position in their own stream), else 404 —
+    the same 404 for a hidden turn as for none."""
     number = parse_id(tid, what="Turn")
     if selectors.numbers_are_positions(viewer):
         turn = selectors.turn_at_position(
@@ -240,6 +238,14 @@ def get_turn_to_fix(access: Access, tid: object) -> Turn:
         )
     if turn is None:
         raise NotFound("Turn not found.")
+    return turn
+
+
+def get_turn_to_fix(access: Access, tid: object) -> Turn:
+    """A turn this user reads and may fix. A turn they do not read is a 404 for everyone,
+    checked first: a player never learns whether a hidden turn exists; one they read but
+    may not fix is a 403."""
+    turn = get_turn_for(access, access.viewer, tid)
     if not can_fix_turns(access):
         raise PermissionDenied("Only the DM side edits turns.")
     return turn

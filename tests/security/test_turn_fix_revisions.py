@@ -46,6 +46,10 @@ def what_thorin_sees(campaign, player) -> dict:
     web.force_login(player)
     return {
         "turns": api.get(f"/api/experiments/{campaign.pk}/turns/").json(),
+        # Each turn he reads, one by one, with the earlier texts he reads.
+        "details": [
+            api.get(f"/api/experiments/{campaign.pk}/turns/{n}/").json() for n in (1, 2, 3)
+        ],
         "timeline": _scrub(
             web.get(f"/campaigns/{campaign.pk}/", HTTP_HX_REQUEST="true").content.decode()
         ),
@@ -82,6 +86,10 @@ def test_thorin_s_own_count_of_earlier_texts_ignores_hidden_edits(campaign, owne
         assert secret not in str(seen)
     # His positions still count only what he reads: the public turn is #1, his action #2.
     assert [t["id"] for t in seen["turns"]["results"]] == [1, 2]
+    public, action, none = seen["details"]
+    assert [r["old_content"] for r in public["revisions"]] == [PUBLIC_OLD]
+    assert action["revisions"] == []
+    assert none == {"detail": "Turn not found."}
 
 
 def test_probing_hidden_turns_answers_like_nothing_is_there(campaign, owner, player, log):
@@ -102,6 +110,8 @@ def test_probing_hidden_turns_answers_like_nothing_is_there(campaign, owner, pla
         response = api.patch(
             f"/api/experiments/{campaign.pk}/turns/{tid}/", {"content": "x"}, format="json"
         )
+        answers.add(("api", response.status_code, response.content))
+        response = api.get(f"/api/experiments/{campaign.pk}/turns/{tid}/")
         answers.add(("api", response.status_code, response.content))
         response = api.post(f"/api/experiments/{campaign.pk}/turns/{tid}/regenerate/", {})
         answers.add(("api", response.status_code, response.content))

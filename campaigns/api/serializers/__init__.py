@@ -35,6 +35,7 @@ from campaigns.api.serializers.transcripts import TRANSCRIPT_IMPORT_SCHEMA, Tran
 from campaigns.api.serializers.turns import (
     RevealSerializer,
     TurnCreateSerializer,
+    TurnDetailSerializer,
     TurnEditSerializer,
     TurnFilterSerializer,
     TurnSerializer,
@@ -69,6 +70,7 @@ __all__ = [
     "SummarySerializer",
     "TranscriptSerializer",
     "TurnCreateSerializer",
+    "TurnDetailSerializer",
     "TurnEditSerializer",
     "TurnFilterSerializer",
     "TurnSerializer",

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from campaigns.access import (
     check_turn_post,
     get_experiment_for,
+    get_turn_for,
     get_turn_to_fix,
     job_as_read_by,
     parse_id,
@@ -22,6 +23,7 @@ from campaigns.api.serializers import (
     JobSerializer,
     RevealSerializer,
     TurnCreateSerializer,
+    TurnDetailSerializer,
     TurnEditSerializer,
     TurnFilterSerializer,
     TurnSerializer,
@@ -129,11 +131,30 @@ class TurnRevealView(ApiView):
         return Response(VisibilityChangeSerializer(change).data, status=status.HTTP_201_CREATED)
 
 
+def _detailed(access, viewer, turn):
+    """``turn`` as ``viewer`` is shown it, with the earlier texts they read."""
+    turn.revision_list = list(
+        selectors.turn_revisions_visible_to(
+            experiment=access.experiment, viewer=viewer, turn_ids=[turn.pk]
+        )
+    )
+    (turn,) = selectors.shown_turns(experiment=access.experiment, viewer=viewer, turns=[turn])
+    return turn
+
+
 @extend_schema(parameters=[EXPERIMENT_ID, TURN_ID])
 class TurnDetailView(ApiView):
-    serializer_class = TurnSerializer
+    serializer_class = TurnDetailSerializer
 
-    @extend_schema(request=TurnEditSerializer, responses={200: TurnSerializer})
+    @extend_schema(parameters=[AS_ROLE], responses=TurnDetailSerializer)
+    def get(self, request, id, tid):
+        """One turn you read (by the id you were shown), with its earlier texts you read."""
+        access = get_experiment_for(request.user, id)
+        viewer = reading_viewer(access, request.query_params.get("as"))
+        turn = get_turn_for(access, viewer, tid)
+        return Response(TurnDetailSerializer(_detailed(access, viewer, turn)).data)
+
+    @extend_schema(request=TurnEditSerializer, responses={200: TurnDetailSerializer})
     def patch(self, request, id, tid):
         """Edit a turn's text (the DM side: owner, staff, a user seated as the DM). The old
         text is kept as a revision, read only by who read it; digests that folded the turn
@@ -143,10 +164,7 @@ class TurnDetailView(ApiView):
         turn = get_turn_to_fix(access, tid)
         data = validated(TurnEditSerializer, request.data)
         turn = turn_edit(turn=turn, user=request.user, content=data["content"])
-        (turn,) = selectors.shown_turns(
-            experiment=access.experiment, viewer=access.viewer, turns=[turn]
-        )
-        return Response(TurnSerializer(turn).data)
+        return Response(TurnDetailSerializer(_detailed(access, access.viewer, turn)).data)
 
 
 @extend_schema(parameters=[EXPERIMENT_ID, TURN_ID])

@@ -154,3 +154,47 @@ def test_regenerating_a_model_turn_over_the_matrix(
         assert polled["status"] == "succeeded"
     else:
         assert snapshot(campaign) == before
+
+
+@pytest.mark.parametrize(
+    ("who", "status"),
+    [
+        ("owner", 200),
+        ("staff", 200),
+        ("co_dm", 200),
+        ("player", 200),
+        ("stranger", 404),
+        ("anonymous", 401),
+    ],
+)
+def test_reading_one_turn_with_its_earlier_texts_over_the_matrix(
+    api, campaign, owner, people, who, status
+):
+    from campaigns.services.turn_fixes import turn_edit
+
+    turn = make_turn(campaign, content="The tide turns.")
+    user = people[who]
+    tid = shown_id(api, user, campaign, turn) if who in ("co_dm", "player") else turn.pk
+    turn_edit(turn=turn, user=owner, content="The tide turns red.")
+    response = api(user).get(url(campaign, tid))
+    assert response.status_code == status
+    if status == 200:
+        body = response.json()
+        assert (body["id"], body["content"]) == (tid, "The tide turns red.")
+        assert [(r["old_content"], r["edited_by"]) for r in body["revisions"]] == [
+            ("The tide turns.", "owner")
+        ]
+
+
+def test_one_turn_as_a_role_shows_only_that_role_s_earlier_texts(api, campaign, owner, player):
+    from campaigns.services.turn_fixes import turn_edit
+
+    whisper = make_turn(
+        campaign, speaker="Cassia", kind="whisper", content="psst", visibility=["Cassia", "DM"]
+    )
+    turn_edit(turn=whisper, user=owner, content="psst!")
+    assert api(owner).get(url(campaign, whisper.pk)).json()["revisions"][0]["old_content"] == "psst"
+    as_thorin = api(owner).get(url(campaign, whisper.pk) + "?as=Thorin")
+    assert as_thorin.status_code == 404
+    # Thorin's own stream has no such turn: position 1 does not exist for him.
+    assert api(player).get(url(campaign, 1)).status_code == 404
