@@ -13,7 +13,7 @@ import uuid
 
 from celery import shared_task
 
-from campaigns.models import Experiment, Job, LoreEntry, Turn, VisibilityChange
+from campaigns.models import Experiment, Job, LoreEntry, Turn, TurnRevision, VisibilityChange
 from campaigns.services import arena, maintenance, memory, play, relay, transcripts, turn_fixes
 from campaigns.services.dispatch import send_on_commit
 
@@ -115,6 +115,15 @@ def run_arena(job_id: str) -> str | None:
     if job is None:
         return None
     return arena.arena_job_run(job=job).status
+
+
+@shared_task(acks_late=True, soft_time_limit=50, time_limit=60)
+def rehydrate_edit(revision_id: int) -> dict | None:
+    """After a turn's text was edited: its World Bible evidence follows the new text."""
+    revision = TurnRevision.objects.filter(pk=revision_id, turn__isnull=False).first()
+    if revision is None:
+        return None
+    return memory.edit_rehydrate(revision=revision)
 
 
 @shared_task(acks_late=True, soft_time_limit=150, time_limit=180)

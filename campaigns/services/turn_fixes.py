@@ -12,6 +12,9 @@ that text), and what was derived from the old words follows the new ones:
   source (and the entry is rejected, with a revision, when no source is left); a
   first-use definition quoted from the old text is quoted again from the new text (or
   from the entry's next source);
+- the vocabulary statistics that propose entries lose the old text's evidence and gain
+  the new text's, in the worker (`memory.edits.edit_rehydrate`): a new name can become
+  an entry like any other;
 - packs need nothing: the pack cache is keyed by what a pack reads (`pack_cache`), so
   the new text is a new key.
 
@@ -85,13 +88,15 @@ def turn_edit(*, turn: Turn, user, content: object) -> Turn:
 def _replace_text(turn: Turn, *, user, content: str) -> Turn:
     """Inside a transaction, ``turn`` locked: keep the old text, store the new, re-derive."""
     old = turn.content
-    record_revision(turn, user=user, action=TurnRevision.Action.EDIT, new_content=content)
+    revision = record_revision(
+        turn, user=user, action=TurnRevision.Action.EDIT, new_content=content
+    )
     turn.content = content
     turn.tokens = tokens.count(content)
     turn.save(update_fields=["content", "tokens"])
     rewind_digests(turn)
     _lore_follows(turn, old=old, user=user)
-    send_on_commit("hydrate_turn", turn.pk)
+    send_on_commit("rehydrate_edit", revision.pk)
     return turn
 
 

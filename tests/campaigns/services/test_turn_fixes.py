@@ -8,7 +8,16 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
-from campaigns.models import Job, LoreEntry, ModelCall, RoundStep, Summary, Turn, TurnRevision
+from campaigns.models import (
+    Job,
+    LoreEntry,
+    ModelCall,
+    RoundStep,
+    Summary,
+    Turn,
+    TurnRevision,
+    VocabularyStat,
+)
 from campaigns.reads import selectors
 from campaigns.services import memory
 from campaigns.services.context import pack_for_role
@@ -342,3 +351,33 @@ def test_revisions_are_read_only_by_who_read_the_turn(campaign, owner):
     assert [r.old_content for r in seen] == ["Hello all."]
     seen = selectors.turn_revisions_visible_to(experiment=campaign, viewer=thorin, turn_ids=ids)
     assert [r.old_content for r in seen] == ["psst", "Hello all."]
+
+
+def _stat_sources(experiment, key):
+    row = VocabularyStat.objects.filter(experiment=experiment, key=key).first()
+    return set(row.source_turn_ids or ()) if row else set()
+
+
+def test_the_world_bible_evidence_follows_the_edit_and_a_rerun_adds_nothing(
+    campaign, owner, django_capture_on_commit_callbacks
+):
+    turn = make_turn(campaign, content="Captain Morrow sails the Kestrel into Saltmarch.")
+    make_turn(campaign, content="Captain Morrow waves from the deck.")
+    memory.hydrate_experiment(experiment=campaign)
+    assert turn.pk in _stat_sources(campaign, "kestrel")
+    assert not _stat_sources(campaign, "gullwing")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        turn_edit(
+            turn=turn, user=owner, content="Captain Morrow sails the Gullwing into Saltmarch."
+        )
+    assert turn.pk not in _stat_sources(campaign, "kestrel")
+    assert turn.pk in _stat_sources(campaign, "gullwing")
+    assert turn.pk in _stat_sources(campaign, "saltmarch")
+    rows = list(VocabularyStat.objects.filter(experiment=campaign).values_list("key", "turns"))
+
+    again = memory.edit_rehydrate(revision=TurnRevision.objects.get(turn=turn))
+    assert again == {"removed": 0, "added": 0}
+    assert (
+        list(VocabularyStat.objects.filter(experiment=campaign).values_list("key", "turns")) == rows
+    )
