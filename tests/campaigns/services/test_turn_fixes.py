@@ -381,3 +381,32 @@ def test_the_world_bible_evidence_follows_the_edit_and_a_rerun_adds_nothing(
     assert (
         list(VocabularyStat.objects.filter(experiment=campaign).values_list("key", "turns")) == rows
     )
+
+
+def test_a_weak_answer_gets_the_relay_s_repair_request_when_regenerated(
+    played, owner, gemini_standin, django_capture_on_commit_callbacks
+):
+    from tests.standins.answers import UNLABELLED
+
+    action = Turn.objects.get(experiment=played, speaker="Cassia", kind="action")
+    gemini_standin.script(["unlabelled_repairable", "unlabelled_repairable"])
+    job = regenerate(action, owner, django_capture_on_commit_callbacks)
+    assert job.status == "succeeded", job.message
+    action.refresh_from_db()
+    assert action.content == UNLABELLED.strip()
+    keys = set(ModelCall.objects.filter(role="Cassia").values_list("key", flat=True))
+    assert f"round:1:act:Cassia:regen:{job.pk.hex}:repair" in keys
+
+
+def test_an_answer_still_unusable_after_the_repair_leaves_the_old_text(
+    played, owner, gemini_standin, django_capture_on_commit_callbacks
+):
+    action = Turn.objects.get(experiment=played, speaker="Cassia", kind="action")
+    gemini_standin.script(["unlabelled", "unlabelled"])
+    job = regenerate(action, owner, django_capture_on_commit_callbacks)
+    assert job.status == "failed"
+    assert len(gemini_standin.calls) == 2  # the answer, then one repair request
+    action.refresh_from_db()
+    assert action.content == "Cassia waits on the pier."
+    assert not TurnRevision.objects.exists()
+    assert not Turn.objects.filter(experiment=played, needs_review=True).exists()
