@@ -38,7 +38,7 @@ def test_a_regeneration_is_played_by_a_worker_once(real_services, owner):
         wait_for(lambda: finished(job.pk), timeout=120)
         job.refresh_from_db()
         assert (job.kind, job.status, job.progress) == ("regenerate", "succeeded", 100), job.message
-        assert turn.pk in job.result["replaced"]
+        assert turn.pk in job.result["replaced"] + job.result["unchanged"]
         revisions = TurnRevision.objects.filter(turn__experiment=experiment).count()
         # The same message delivered again: the Job is claimed already; nothing more.
         again = dispatch.task("run_regenerate").apply_async((str(job.pk),), queue=queue)

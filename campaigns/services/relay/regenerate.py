@@ -102,17 +102,20 @@ class Regeneration(_Round):
                 .exists()
             ):
                 return
-            replaced = []
+            replaced, unchanged = [], []
             for turn, content in applied:
                 locked = Turn.objects.select_for_update().filter(pk=turn.pk).first()
                 if locked is None or locked.held_at is not None:
                     continue
-                if locked.content != content:
-                    _replace_text(locked, user=user, content=content)
+                if locked.content == content:
+                    unchanged.append(locked.pk)
+                    continue
+                _replace_text(locked, user=user, content=content)
                 replaced.append(locked.pk)
-            message = (
-                f"Round {self.round}: {len(replaced)} turn(s) of {self.result['role']} regenerated"
-            )
+            role = self.result["role"]
+            message = f"Round {self.round}: {len(replaced)} turn(s) of {role} regenerated"
+            if unchanged:
+                message += f"; {len(unchanged)} came back word for word"
             if held:
                 message += f"; {held} new text(s) held by the output guard (old text kept)"
             if dropped:
@@ -121,5 +124,11 @@ class Regeneration(_Round):
                 100,
                 message,
                 status=Job.Status.SUCCEEDED,
-                result={**self.result, "replaced": replaced, "held": held, "dropped": dropped},
+                result={
+                    **self.result,
+                    "replaced": replaced,
+                    "unchanged": unchanged,
+                    "held": held,
+                    "dropped": dropped,
+                },
             )
