@@ -46,6 +46,16 @@ urlpatterns = [
     ),
     re_path(rf"{EXPERIMENT}/turns/$", views.TurnListView.as_view(), name="api-turns"),
     re_path(
+        rf"{EXPERIMENT}/turns/(?P<tid>[^/]+)/$",
+        views.TurnDetailView.as_view(),
+        name="api-turn",
+    ),
+    re_path(
+        rf"{EXPERIMENT}/turns/(?P<tid>[^/]+)/regenerate/$",
+        views.TurnRegenerateView.as_view(),
+        name="api-turn-regenerate",
+    ),
+    re_path(
         rf"{EXPERIMENT}/turns/(?P<tid>[^/]+)/reveal/$",
         views.TurnRevealView.as_view(),
         name="api-turn-reveal",

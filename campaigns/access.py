@@ -213,3 +213,39 @@ def get_held_turn_for(access: Access, tid: object) -> Turn:
     if turn is None:
         raise NotFound("Held turn not found.")
     return turn
+
+
+def can_fix_turns(access: Access) -> bool:
+    """The DM side edits turns and has models' steps asked again: the owner, staff, and a
+    user seated at a DM participant (as for GM notes)."""
+    return access.can_edit or (access.viewer.is_dm and not access.viewer.omniscient)
+
+
+def get_turn_for(access: Access, viewer: Viewer, tid: object) -> Turn:
+    """A turn ``viewer`` reads, by the number they were shown (`selectors.shown_turns`:
+    the id for an omniscient reader, else the position in their own stream), else 404 —
+    the same 404 for a hidden turn as for none."""
+    number = parse_id(tid, what="Turn")
+    if selectors.numbers_are_positions(viewer):
+        turn = selectors.turn_at_position(
+            experiment=access.experiment, viewer=viewer, position=number
+        )
+    else:
+        turn = (
+            selectors.turns_visible_to(experiment=access.experiment, viewer=viewer)
+            .filter(pk=number)
+            .first()
+        )
+    if turn is None:
+        raise NotFound("Turn not found.")
+    return turn
+
+
+def get_turn_to_fix(access: Access, tid: object) -> Turn:
+    """A turn this user reads and may fix. A turn they do not read is a 404 for everyone,
+    checked first: a player never learns whether a hidden turn exists; one they read but
+    may not fix is a 403."""
+    turn = get_turn_for(access, access.viewer, tid)
+    if not can_fix_turns(access):
+        raise PermissionDenied("Only the DM side edits turns.")
+    return turn

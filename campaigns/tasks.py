@@ -13,8 +13,8 @@ import uuid
 
 from celery import shared_task
 
-from campaigns.models import Experiment, Job, LoreEntry, Turn, VisibilityChange
-from campaigns.services import arena, maintenance, memory, play, relay, transcripts
+from campaigns.models import Experiment, Job, LoreEntry, Turn, TurnRevision, VisibilityChange
+from campaigns.services import arena, maintenance, memory, play, relay, transcripts, turn_fixes
 from campaigns.services.dispatch import send_on_commit
 
 
@@ -117,6 +117,15 @@ def run_arena(job_id: str) -> str | None:
     return arena.arena_job_run(job=job).status
 
 
+@shared_task(acks_late=True, soft_time_limit=50, time_limit=60)
+def rehydrate_edit(revision_id: int) -> dict | None:
+    """After a turn's text was edited: its World Bible evidence follows the new text."""
+    revision = TurnRevision.objects.filter(pk=revision_id, turn__isnull=False).first()
+    if revision is None:
+        return None
+    return memory.edit_rehydrate(revision=revision)
+
+
 @shared_task(acks_late=True, soft_time_limit=150, time_limit=180)
 def rederive_reveal(change_id: int) -> dict | None:
     """After a reveal: the new audience's World Bible and digests include the turn."""
@@ -140,4 +149,20 @@ def run_play(job_id: str) -> str | None:
     if not Job.objects.filter(pk=job_id, kind=Job.Kind.PLAY).exists():
         return None
     job = play.play_run(job_id=job_id)
+    return None if job is None else job.status
+
+
+@shared_task(
+    acks_late=True,
+    soft_time_limit=relay.ROUND_SOFT_TIME_LIMIT,
+    time_limit=relay.ROUND_TIME_LIMIT,
+)
+def run_regenerate(job_id: str) -> str | None:
+    """A model's step asked again (issue 24 ask 4). Idempotent by the Job's claim: a
+    redelivered message finds it claimed or finished and replaces nothing twice."""
+    try:
+        job_id = str(uuid.UUID(str(job_id)))
+    except ValueError:
+        return None
+    job = turn_fixes.step_regenerate_run(job_id=job_id)
     return None if job is None else job.status

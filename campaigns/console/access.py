@@ -86,6 +86,15 @@ def get_held_turn_for(access: Access, tid):
         return rules.get_held_turn_for(access, tid)
 
 
+def can_fix_turns(access: Access) -> bool:
+    return rules.can_fix_turns(access)
+
+
+def get_turn_to_fix(access: Access, tid):
+    with _django_errors():
+        return rules.get_turn_to_fix(access, tid)
+
+
 def can_write_notes(access: Access) -> bool:
     """GM notes are the DM's: editors, or a user linked to a DM participant."""
     return access.can_edit or (access.viewer.is_dm and not access.viewer.omniscient)

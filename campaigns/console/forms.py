@@ -160,6 +160,12 @@ class NoteEditForm(forms.Form):
     content = forms.CharField(label="Note text", widget=forms.Textarea(attrs={"rows": 3}))
 
 
+class TurnEditForm(forms.Form):
+    """Any turn's text, as the DM side corrects it (the old text is kept as a revision)."""
+
+    content = forms.CharField(label="Text", strip=False, widget=forms.Textarea(attrs={"rows": 4}))
+
+
 class HeldEditForm(forms.Form):
     """A held turn's text, as the DM publishes or corrects it."""
 

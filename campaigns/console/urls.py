@@ -15,6 +15,7 @@ from campaigns.console.views import (
     run,
     seats,
     setup,
+    turn_fixes,
     usage,
     whispers,
 )
@@ -44,6 +45,15 @@ urlpatterns = [
     path("campaigns/<str:pk>/play/", run.play_post, name="play"),
     path("campaigns/<str:pk>/turns/", campaign.turn_post, name="turn_post"),
     path("campaigns/<str:pk>/commands/", run.command_post, name="command_post"),
+    path("campaigns/<str:pk>/turns/<str:tid>/", turn_fixes.turn_fix, name="turn_fix"),
+    path(
+        "campaigns/<str:pk>/turns/<str:tid>/edit/", turn_fixes.turn_fix_edit, name="turn_fix_edit"
+    ),
+    path(
+        "campaigns/<str:pk>/turns/<str:tid>/regenerate/",
+        turn_fixes.turn_regenerate,
+        name="turn_regenerate",
+    ),
     path(
         "campaigns/<str:pk>/turns/<str:tid>/reveal/",
         campaign.turn_reveal_post,

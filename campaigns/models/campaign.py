@@ -314,7 +314,8 @@ class SearchBacklog(models.Model):
 
 
 class TurnRevision(models.Model):
-    """A GM note's earlier text, kept when the DM edits or deletes it in the console.
+    """A turn's earlier text, kept when the DM side edits a turn (or a GM note), has a
+    model's step regenerated (`services.turn_fixes`), or deletes a GM note.
 
     A delete removes the turn from every reader (and from what was derived from it) but
     keeps its whole snapshot here for the admin: nothing the DM wrote is ever lost.

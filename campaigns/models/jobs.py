@@ -26,6 +26,7 @@ class Job(models.Model):
         CLEAR = "clear", "/clear"
         SUMMARIZE = "summarize", "Summarize"
         ARENA = "arena", "Arena"
+        REGENERATE = "regenerate", "Regenerate a step"
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"

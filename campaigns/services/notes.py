@@ -55,7 +55,7 @@ def _locked_note(turn: Turn) -> Turn:
     return note
 
 
-def _revision(note: Turn, *, user, action: str, new_content: str = "") -> TurnRevision:
+def record_revision(note: Turn, *, user, action: str, new_content: str = "") -> TurnRevision:
     return TurnRevision.objects.create(
         experiment_id=note.experiment_id,
         turn=note if action == TurnRevision.Action.EDIT else None,
@@ -79,7 +79,7 @@ def note_update(*, turn: Turn, user, content: str) -> Turn:
     content = clean_content(content, limit=max_content_chars(experiment.config))
     if content == note.content:
         return note
-    _revision(note, user=user, action=TurnRevision.Action.EDIT, new_content=content)
+    record_revision(note, user=user, action=TurnRevision.Action.EDIT, new_content=content)
     note.content = content
     note.tokens = tokens.count(content)
     note.save(update_fields=["content", "tokens"])
@@ -92,18 +92,18 @@ def note_update(*, turn: Turn, user, content: str) -> Turn:
 def note_delete(*, turn: Turn, user) -> TurnRevision:
     """Withdraw a GM note: its snapshot is kept as a revision, the turn leaves the log."""
     note = _locked_note(turn)
-    revision = _revision(note, user=user, action=TurnRevision.Action.DELETE)
+    revision = record_revision(note, user=user, action=TurnRevision.Action.DELETE)
     _rederive(note, user=user)
     note.delete()
     return revision
 
 
 def _rederive(note: Turn, *, user) -> None:
-    _rewind_digests(note)
+    rewind_digests(note)
     _release_lore(note, user=user)
 
 
-def _rewind_digests(note: Turn) -> None:
+def rewind_digests(note: Turn) -> None:
     """Every digest line that folded ``note`` goes back to the version before it."""
     rows = list(
         Summary.objects.filter(experiment_id=note.experiment_id, kind=Summary.Kind.DIGEST)

@@ -35,6 +35,8 @@ from campaigns.api.serializers.transcripts import TRANSCRIPT_IMPORT_SCHEMA, Tran
 from campaigns.api.serializers.turns import (
     RevealSerializer,
     TurnCreateSerializer,
+    TurnDetailSerializer,
+    TurnEditSerializer,
     TurnFilterSerializer,
     TurnSerializer,
     VisibilityChangeSerializer,
@@ -68,6 +70,8 @@ __all__ = [
     "SummarySerializer",
     "TranscriptSerializer",
     "TurnCreateSerializer",
+    "TurnDetailSerializer",
+    "TurnEditSerializer",
     "TurnFilterSerializer",
     "TurnSerializer",
     "VisibilityChangeSerializer",

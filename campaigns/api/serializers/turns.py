@@ -15,7 +15,7 @@ from campaigns.api.serializers.base import (
     round_field,
     text_field,
 )
-from campaigns.models import Turn, VisibilityChange
+from campaigns.models import Turn, TurnRevision, VisibilityChange
 
 
 class TurnSerializer(serializers.ModelSerializer):
@@ -102,4 +102,41 @@ class VisibilityChangeSerializer(serializers.ModelSerializer):
     class Meta:
         model = VisibilityChange
         fields = ["id", "turn", "old_visibility", "new_visibility", "round", "created_at"]
+        read_only_fields = fields
+
+
+class TurnEditSerializer(StrictSerializer):
+    content = text_field(
+        help_text=(
+            "The turn's new text (non-empty, at most the experiment's content limit). The "
+            "old text is kept as a revision; digests and lore follow."
+        )
+    )
+
+
+class TurnRevisionSerializer(serializers.ModelSerializer):
+    """An earlier text of a turn (no id: revisions are numbered by their place in the
+    list, which holds only those the reader may read)."""
+
+    edited_by = serializers.SerializerMethodField()
+
+    class Meta:
+        model = TurnRevision
+        fields = ["old_content", "new_content", "edited_by", "created_at"]
+        read_only_fields = fields
+
+    def get_edited_by(self, revision) -> str:
+        return revision.user.get_username() if revision.user is not None else ""
+
+
+class TurnDetailSerializer(TurnSerializer):
+    revisions = TurnRevisionSerializer(
+        source="revision_list",
+        many=True,
+        read_only=True,
+        help_text="Its earlier texts you read, oldest first (the DM side's edits).",
+    )
+
+    class Meta(TurnSerializer.Meta):
+        fields = [*TurnSerializer.Meta.fields, "revisions"]
         read_only_fields = fields

@@ -27,7 +27,12 @@ from campaigns.api.views.seats import (
     InvitationListView,
 )
 from campaigns.api.views.transcripts import ExportView, ImportView
-from campaigns.api.views.turns import TurnListView, TurnRevealView
+from campaigns.api.views.turns import (
+    TurnDetailView,
+    TurnListView,
+    TurnRegenerateView,
+    TurnRevealView,
+)
 from campaigns.api.views.usage import UsageView
 
 __all__ = [
@@ -58,7 +63,9 @@ __all__ = [
     "SummaryListView",
     "TaskSkipView",
     "TaskView",
+    "TurnDetailView",
     "TurnListView",
+    "TurnRegenerateView",
     "TurnRevealView",
     "UsageView",
 ]

@@ -8,11 +8,23 @@ from rest_framework import status
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
-from campaigns.access import check_turn_post, get_experiment_for, parse_id, reading_viewer
+from campaigns.access import (
+    check_turn_post,
+    get_experiment_for,
+    get_turn_for,
+    get_turn_to_fix,
+    job_as_read_by,
+    parse_id,
+    reading_viewer,
+)
 from campaigns.api.examples import TURN_EXAMPLES
 from campaigns.api.serializers import (
+    EmptySerializer,
+    JobSerializer,
     RevealSerializer,
     TurnCreateSerializer,
+    TurnDetailSerializer,
+    TurnEditSerializer,
     TurnFilterSerializer,
     TurnSerializer,
     VisibilityChangeSerializer,
@@ -23,6 +35,14 @@ from campaigns.models import Turn
 from campaigns.reads import selectors
 from campaigns.services.relay import human_turn_create
 from campaigns.services.reveals import turn_reveal
+from campaigns.services.turn_fixes import step_regenerate_start, turn_edit
+
+TURN_ID = OpenApiParameter(
+    "tid",
+    OpenApiTypes.INT,
+    OpenApiParameter.PATH,
+    description="The turn's id as you were shown it (`id` in the turn list).",
+)
 
 
 @extend_schema(parameters=[EXPERIMENT_ID])
@@ -109,3 +129,58 @@ class TurnRevealView(ApiView):
             user=request.user,
         )
         return Response(VisibilityChangeSerializer(change).data, status=status.HTTP_201_CREATED)
+
+
+def _detailed(access, viewer, turn):
+    """``turn`` as ``viewer`` is shown it, with the earlier texts they read."""
+    turn.revision_list = list(
+        selectors.turn_revisions_visible_to(
+            experiment=access.experiment, viewer=viewer, turn_ids=[turn.pk]
+        )
+    )
+    (turn,) = selectors.shown_turns(experiment=access.experiment, viewer=viewer, turns=[turn])
+    return turn
+
+
+@extend_schema(parameters=[EXPERIMENT_ID, TURN_ID])
+class TurnDetailView(ApiView):
+    serializer_class = TurnDetailSerializer
+
+    @extend_schema(parameters=[AS_ROLE], responses=TurnDetailSerializer)
+    def get(self, request, id, tid):
+        """One turn you read (by the id you were shown), with its earlier texts you read."""
+        access = get_experiment_for(request.user, id)
+        viewer = reading_viewer(access, request.query_params.get("as"))
+        turn = get_turn_for(access, viewer, tid)
+        return Response(TurnDetailSerializer(_detailed(access, viewer, turn)).data)
+
+    @extend_schema(request=TurnEditSerializer, responses={200: TurnDetailSerializer})
+    def patch(self, request, id, tid):
+        """Edit a turn's text (the DM side: owner, staff, a user seated as the DM). The old
+        text is kept as a revision, read only by who read it; digests that folded the turn
+        are folded again and World Bible entries sourced from it follow the new text. A
+        turn you do not read is a 404; one you read but may not edit, a 403."""
+        access = get_experiment_for(request.user, id)
+        turn = get_turn_to_fix(access, tid)
+        data = validated(TurnEditSerializer, request.data)
+        turn = turn_edit(turn=turn, user=request.user, content=data["content"])
+        return Response(TurnDetailSerializer(_detailed(access, access.viewer, turn)).data)
+
+
+@extend_schema(parameters=[EXPERIMENT_ID, TURN_ID])
+class TurnRegenerateView(ApiView):
+    serializer_class = EmptySerializer
+
+    @extend_schema(request=EmptySerializer, responses={202: JobSerializer})
+    def post(self, request, id, tid):
+        """Ask the model that wrote this turn for its round step again, with the pack it
+        reads now (the DM side). Runs in the background: poll the task. The step's turns
+        take the new text (old texts kept as revisions); if the model fails, they keep
+        the old text and the task says why. A turn no model wrote is a 400 on ``turn``."""
+        access = get_experiment_for(request.user, id)
+        turn = get_turn_to_fix(access, tid)
+        validated(EmptySerializer, request.data)
+        job = step_regenerate_start(turn=turn, user=request.user)
+        return Response(
+            JobSerializer(job_as_read_by(job, access)).data, status=status.HTTP_202_ACCEPTED
+        )

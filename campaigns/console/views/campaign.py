@@ -29,6 +29,7 @@ from campaigns.services import relay
 from campaigns.services.memory.retrieval import RETRIEVAL_COMMANDS, retrieval_run
 from campaigns.services.relay import human_turn_create
 from campaigns.services.reveals import turn_reveal
+from campaigns.services.turn_fixes import regenerable_ids
 from context_engine.commands import retrieval_line
 from context_engine.visibility import parse_stored_visibility
 
@@ -201,12 +202,28 @@ def _context(request, access, viewer, as_role, *, form=None, params=None, memory
     ctx["run"] = run_panel_context(access.experiment) if access.can_edit else None
     ctx.update(_status(request, access, viewer, ctx["form"]))
     ctx["speakers"] = console_access.roles_of(access)
+    ctx["can_fix"] = console_access.can_fix_turns(access) and not as_role
+    _fix_marks(access, viewer, [t for t in ctx["turns"] if not getattr(t, "is_stub", False)], ctx)
     query = dict(ctx["filters"])
     if as_role:
         query["as"] = as_role
     ctx["self_url"] = reverse("console:campaign", args=[access.experiment.pk])
     ctx["query"] = urlencode(query)
     return ctx
+
+
+def _fix_marks(access, viewer, rows, ctx) -> None:
+    """Each row's earlier texts this viewer reads (`turn_revisions_visible_to`: one query)
+    and, for the DM side, whether a model's step wrote it (one query)."""
+    revisions: dict[int, list] = {}
+    for revision in selectors.turn_revisions_visible_to(
+        experiment=access.experiment, viewer=viewer, turn_ids=[t.pk for t in rows]
+    ):
+        revisions.setdefault(revision.turn_id, []).append(revision)
+    models = regenerable_ids(experiment=access.experiment, turns=rows) if ctx["can_fix"] else ()
+    for turn in rows:
+        turn.revision_list = revisions.get(turn.pk, [])
+        turn.regenerable = turn.pk in models
 
 
 def _status(request, access, viewer, form) -> dict:

@@ -19,6 +19,7 @@ from campaigns.services.memory.digests import (
     summarize_one,
     summary_restore,
 )
+from campaigns.services.memory.edits import edit_rehydrate
 from campaigns.services.memory.hydrate import define_term, hydrate_experiment, hydrate_turn
 from campaigns.services.memory.reveals import after_reveal, reveal_rederive
 
@@ -28,6 +29,7 @@ __all__ = [
     "audience_of_role",
     "audiences_for",
     "define_term",
+    "edit_rehydrate",
     "hydrate_experiment",
     "hydrate_turn",
     "latest_summary",

@@ -99,6 +99,9 @@ class _Steps:
         self.round = opened if isinstance(opened, int) else self.experiment.current_round + 1
         self.result: dict = {"round": self.round, "steps": []}
         self.content_limit = max_content_chars(self.experiment.config)
+        # Appended to every usage key of this run: a regenerated step is counted apart
+        # from the step it replaces (`turn_fixes.step_regenerate_run`).
+        self.key_suffix = ""
 
     # progress ---------------------------------------------------------------------
     def _report(self, percent: int, message: str, **fields) -> None:
@@ -277,7 +280,7 @@ class _Steps:
         a call that did not answer too, with its status; the offline agent answers
         locally. The call after a memory lookup is keyed apart, a failed call by status."""
         messages = to_openai_messages(pack)
-        key = step_key(round=self.round, step=step.kind, role=participant.role)
+        key = step_key(round=self.round, step=step.kind, role=participant.role) + self.key_suffix
         key = f"{key}:lookup" if looked_up else key
         key = f"{key}:repair" if repair else key
         record = partial(

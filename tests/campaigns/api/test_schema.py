@@ -20,6 +20,8 @@ SPEC_OPERATIONS = {
     "/api/experiments/{id}/participants/{pid}/test-connection/": {"post"},
     "/api/experiments/{id}/usage/": {"get"},
     "/api/experiments/{id}/turns/": {"get", "post"},
+    "/api/experiments/{id}/turns/{tid}/": {"get", "patch"},
+    "/api/experiments/{id}/turns/{tid}/regenerate/": {"post"},
     "/api/experiments/{id}/turns/{tid}/reveal/": {"post"},
     "/api/experiments/{id}/held/": {"get"},
     "/api/experiments/{id}/held/{tid}/publish/": {"post"},

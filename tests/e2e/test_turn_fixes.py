@@ -1,0 +1,60 @@
+"""Fix a turn in a real browser (issue 24 ask 4): on the demo, after a round the models
+played, the DM edits a turn inline (the earlier text shows under it) and regenerates a
+model's turn (confirmed, then the row says how the job ended); Thorin's timeline shows
+the new text and never a fix button. Screenshots under ``artifacts/console/``."""
+
+from __future__ import annotations
+
+import pytest
+
+from campaigns.models import Job, Turn, TurnRevision
+from campaigns.services.relay import round_start
+from tests.e2e.test_console import demo, shot, sign_in  # noqa: F401 (demo is a fixture)
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
+
+
+def test_the_dm_edits_and_regenerates_turns_in_the_browser(browser, live_server, demo):  # noqa: F811
+    demo.participants.update(model="offline")
+    owner = demo.owner
+    round_start(experiment=demo, user=owner)  # eager: the round is played on commit
+    model_turn = (
+        Turn.objects.filter(experiment=demo, round=demo.current_round + 1, kind="action")
+        .order_by("seq")
+        .first()
+    ) or Turn.objects.filter(experiment=demo, kind="action").order_by("-seq").first()
+    narrative = Turn.objects.filter(experiment=demo, kind="narrative").order_by("-seq").first()
+    base = f"{live_server.url}/campaigns/{demo.pk}/"
+
+    dm = browser.new_context().new_page()
+    sign_in(dm, live_server, "demo")
+    dm.goto(base)
+    row = dm.locator(f"#turn-{narrative.seq}")
+    row.locator("a", has_text="Edit").click()
+    row = dm.locator(f"#turn-{narrative.seq}")
+    row.locator("textarea[name=content]").fill("The fog parts over the drowned bell.")
+    shot(dm, "turn-edit")
+    row.locator("button", has_text="Save").click()
+    row = dm.locator(f"#turn-{narrative.seq}")
+    row.locator(".edited", has_text="edited 1×").wait_for()
+    row.locator("summary", has_text="Earlier text (1)").click()
+    assert narrative.content.split()[0] in row.locator("details.history").inner_text()
+    assert TurnRevision.objects.get(turn=narrative).old_content == narrative.content
+
+    row = dm.locator(f"#turn-{model_turn.seq}")
+    dm.once("dialog", lambda dialog: dialog.accept())
+    row.locator("button", has_text="Regenerate").click()
+    # The job line says how it ended until the timeline refreshes; the row keeps the mark.
+    dm.locator(f"#turn-{model_turn.seq} .edited", has_text="edited 1×").wait_for()
+    shot(dm, "turn-regenerate")
+    job = Job.objects.get(kind="regenerate")
+    assert job.status == "succeeded" and job.result["role"] == model_turn.speaker
+    assert model_turn.pk in job.result["replaced"]
+    assert TurnRevision.objects.get(turn=model_turn).old_content == model_turn.content
+
+    thorin = browser.new_context().new_page()
+    sign_in(thorin, live_server, "thorin")
+    thorin.goto(base)
+    assert "The fog parts over the drowned bell." in thorin.content()
+    assert thorin.locator("button", has_text="Regenerate").count() == 0
+    assert thorin.locator(".turn-fix").count() == 0
