@@ -15,6 +15,7 @@ from campaigns.console.views import (
     run,
     seats,
     setup,
+    takehome,
     usage,
     whispers,
 )
@@ -24,12 +25,16 @@ app_name = "console"
 urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
     path("campaigns/new/", setup.campaign_new, name="campaign_new"),
+    path("campaigns/import/", takehome.import_page, name="import"),
+    path("imports/<str:uid>/", takehome.import_status, name="import_status"),
     path("campaigns/<str:pk>/", campaign.campaign, name="campaign"),
     path("campaigns/<str:pk>/settings/", setup.campaign_settings, name="settings"),
     path("campaigns/<str:pk>/archive/", setup.campaign_archive, name="archive"),
     path("campaigns/<str:pk>/delete/", setup.campaign_delete, name="delete"),
     path("campaigns/<str:pk>/duplicate/", setup.campaign_duplicate, name="duplicate"),
     path("campaigns/<str:pk>/cast/", cast.cast, name="cast"),
+    path("campaigns/<str:pk>/log/", takehome.session_log, name="log"),
+    path("campaigns/<str:pk>/export/", takehome.export, name="export"),
     path("campaigns/<str:pk>/cast/<str:pid>/", cast.participant_edit, name="participant"),
     path(
         "campaigns/<str:pk>/cast/<str:pid>/test/",

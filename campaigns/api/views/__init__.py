@@ -26,7 +26,7 @@ from campaigns.api.views.seats import (
     InvitationDeclineView,
     InvitationListView,
 )
-from campaigns.api.views.transcripts import ExportView, ImportView
+from campaigns.api.views.transcripts import ExportView, ImportView, SessionLogView
 from campaigns.api.views.turns import TurnListView, TurnRevealView
 from campaigns.api.views.usage import UsageView
 
@@ -55,6 +55,7 @@ __all__ = [
     "ParticipantDetailView",
     "ParticipantListView",
     "RoundView",
+    "SessionLogView",
     "SummaryListView",
     "TaskSkipView",
     "TaskView",
