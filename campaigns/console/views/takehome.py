@@ -80,7 +80,8 @@ def export(request, pk):
 @login_required
 @require_http_methods(["GET", "POST"])
 def import_page(request):
-    form = TranscriptUploadForm(request.POST or None, request.FILES or None)
+    bound = request.method == "POST"
+    form = TranscriptUploadForm(request.POST, request.FILES) if bound else TranscriptUploadForm()
     ctx = {"form": form, "limit": uploads.upload_limit(), "upload": None}
     if request.method == "POST":
         if form.is_valid():
