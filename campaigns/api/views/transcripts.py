@@ -7,6 +7,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import PermissionDenied
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from campaigns.access import get_experiment_for
@@ -66,6 +67,13 @@ class ImportView(ApiView):
 
 @extend_schema(parameters=[EXPERIMENT_ID])
 class SessionLogView(ApiView):
+    # ``?format=`` is this endpoint's own parameter (md or html), not DRF's renderer
+    # override: the body is built here, and errors are JSON.
+    renderer_classes = [JSONRenderer]
+
+    def perform_content_negotiation(self, request, force=False):
+        return super().perform_content_negotiation(request, force=True)
+
     @extend_schema(
         parameters=[
             OpenApiParameter(
