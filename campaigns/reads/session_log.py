@@ -83,7 +83,7 @@ class SessionLog:
     cast: tuple[LogMember, ...]
     rounds: tuple[LogRound, ...]
     lore: tuple[LogLore, ...]
-    digest: str  # the newest digest this audience reads ("" if none)
+    digest: tuple[tuple[str, str], ...]  # the newest digest it reads: (heading, body) pairs
     digest_rounds: str  # "rounds 1–4"
 
 
@@ -167,7 +167,7 @@ def session_log_for(*, experiment: Experiment, viewer: Viewer) -> SessionLog:
         cast=cast,
         rounds=rounds,
         lore=lore,
-        digest=digest.text if digest else "",
+        digest=_digest_sections(digest),
         digest_rounds=(
             f"rounds {digest.round_from}–{digest.round_to}"
             if digest and digest.round_from != digest.round_to
@@ -176,6 +176,20 @@ def session_log_for(*, experiment: Experiment, viewer: Viewer) -> SessionLog:
             else ""
         ),
     )
+
+
+def _digest_sections(digest: Summary | None) -> tuple[tuple[str, str], ...]:
+    """A digest as ``(heading, body)`` pairs: its sections, or its text under one heading."""
+    if digest is None:
+        return ()
+    sections = tuple(
+        (str(pair[0]).strip(), str(pair[1]).strip())
+        for pair in (digest.sections or ())
+        if isinstance(pair, list | tuple) and len(pair) == 2 and str(pair[1]).strip()
+    )
+    if sections or not digest.text.strip():
+        return sections
+    return (("Digest", digest.text.strip()),)
 
 
 def _reads_everything(viewer: Viewer) -> bool:
@@ -252,8 +266,6 @@ def session_log_markdown(log: SessionLog) -> str:
         if member.secret:
             out.append(f"  - Secret goal ({_inline(member.secret_note)}): {_inline(member.secret)}")
     out.append("")
-    if log.digest:
-        out += [f"## The story so far ({_inline(log.digest_rounds)})", "", log.digest.strip(), ""]
     out += ["## Story", ""]
     if not log.rounds:
         out += ["*Nothing to read yet.*", ""]
@@ -266,6 +278,10 @@ def session_log_markdown(log: SessionLog) -> str:
                 _block(turn.content),
                 "",
             ]
+    if log.digest:
+        out += [f"## Memory digest ({_inline(log.digest_rounds)})", ""]
+        for heading, body in log.digest:
+            out += [f"### {_inline(heading)}", "", body, ""]
     if log.lore:
         out += ["## World Bible", ""]
         for entry in log.lore:

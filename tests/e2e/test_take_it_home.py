@@ -81,13 +81,15 @@ def test_the_dm_exports_imports_and_takes_home_a_players_log(page, live_server, 
     page.locator("#open-imported").wait_for(timeout=10_000)  # the next poll brings it
     assert Experiment.objects.count() == 3
 
-    # Thorin's session log: his whispers, no one else's.
+    # Thorin's session log: his whispers, no one else's. Downloaded straight after
+    # choosing him (no "Show log" first): the button sends the role selected.
     page.goto(log_page)
     page.select_option("#log-as", "Thorin")
+    markdown = _download(page, page.locator("#log-md")).decode()
+    assert "*For what Thorin may read.*" in markdown
     page.get_by_role("button", name="Show log").click()
     page.wait_for_url(f"{log_page}?as=Thorin")
     shot(page, "session-log-thorin")
-    markdown = _download(page, page.locator("#log-md")).decode()
     whispers = Turn.objects.filter(experiment=demo, kind="whisper", held_at__isnull=True)
     his = [t.content for t in whispers if t.visibility and "Thorin" in t.visibility]
     others = [t.content for t in whispers if not t.visibility or "Thorin" not in t.visibility]
@@ -99,9 +101,13 @@ def test_the_dm_exports_imports_and_takes_home_a_players_log(page, live_server, 
         assert text.strip().splitlines()[0] not in markdown
     assert "# " + demo.name in markdown
 
-    # The printable page: on screen and as print media, no console chrome.
-    printable = page.locator("#log-html").get_attribute("href")
-    page.goto(f"{live_server.url}{printable}")
+    # The printable page (a new tab): on screen and as print media, no console chrome.
+    with page.context.expect_page() as opened:
+        page.locator("#log-html").click()
+    printable = opened.value.url
+    opened.value.close()
+    assert printable.endswith("?as=Thorin&format=html")
+    page.goto(printable)
     assert page.locator("nav.tabs").count() == 0
     for text in others:
         assert text.strip().splitlines()[0] not in page.content()
