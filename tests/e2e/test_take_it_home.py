@@ -26,7 +26,12 @@ def _download(page, link) -> bytes:
         return file.read()
 
 
-def test_the_dm_exports_imports_and_takes_home_a_players_log(page, live_server, demo, tmp_path):
+def test_the_dm_exports_imports_and_takes_home_a_players_log(
+    page,
+    live_server,
+    demo,  # noqa: F811
+    tmp_path,
+):
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     sign_in(page, live_server, "demo")

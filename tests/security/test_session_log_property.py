@@ -136,7 +136,7 @@ def _add(experiment, owner, thing, marker: str) -> tuple[str, object]:
         Participant.objects.filter(experiment=experiment, role=owner_role).update(
             secret=text, reveal_round=reveal
         )
-        revealed = reveal is not None and CLOCK > reveal
+        revealed = reveal is not None and reveal < CLOCK
         return marker, lambda role, o=owner_role, r=revealed: r or role == o
     _, audience = thing
     Summary.objects.create(

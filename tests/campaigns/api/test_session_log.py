@@ -17,7 +17,12 @@ def _url(exp, query: str = "") -> str:
 
 @pytest.mark.parametrize("fmt", ["md", "html"])
 def test_the_api_log_is_the_consoles_download_byte_for_byte(
-    api, as_user, secrets_campaign, player, owner, fmt
+    api,
+    as_user,  # noqa: F811
+    secrets_campaign,
+    player,
+    owner,
+    fmt,
 ):
     exp = secrets_campaign.experiment
     from_api = api(player).get(_url(exp, f"?format={fmt}"))
@@ -30,9 +35,7 @@ def test_the_api_log_is_the_consoles_download_byte_for_byte(
     assert as_owner.content == from_api.content
 
 
-def test_markdown_is_the_default_and_holds_only_the_players_audience(
-    api, secrets_campaign, player
-):
+def test_markdown_is_the_default_and_holds_only_the_players_audience(api, secrets_campaign, player):
     response = api(player).get(_url(secrets_campaign.experiment))
     assert response.status_code == 200
     assert response["Content-Type"] == "text/markdown; charset=utf-8"
