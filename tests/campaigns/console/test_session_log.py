@@ -187,3 +187,28 @@ def test_the_log_reads_in_a_bounded_number_of_queries(
     client.get(log_url(exp, format="md"))
     with django_assert_max_num_queries(16):
         client.get(log_url(exp, format="md"))
+
+
+@pytest.fixture
+def co_dm(exp):
+    """A user seated at the DM participant: plays the DM's role, does not own the campaign."""
+    from tests.factories import make_user
+
+    user = make_user("co_dm")
+    exp.participants.filter(role="DM").update(user=user)
+    return user
+
+
+def test_a_user_seated_as_the_dm_gets_the_dm_roles_log_and_no_other(as_user, co_dm, exp):
+    client = as_user(co_dm)
+    body = client.get(log_url(exp, format="md")).content.decode()
+    assert "*For what DM may read.*" in body
+    assert FORBIDDEN["gm_note"] in body and FORBIDDEN["cassia_whisper"] in body
+    assert FORBIDDEN["cassia_monologue"] not in body
+    assert ALLOWED["thorin_monologue"] not in body
+    assert client.get(log_url(exp, **{"as": "Thorin", "format": "md"})).status_code == 403
+    assert client.get(log_url(exp, **{"as": "DM", "format": "md"})).content.decode() == body
+    page = client.get(log_url(exp)).content.decode()
+    assert 'name="as"' not in page  # no role picker: it is their own log
+    assert reverse("console:export", args=[exp.pk]) not in page
+    assert client.get(reverse("console:export", args=[exp.pk])).status_code == 403
