@@ -116,8 +116,10 @@ def test_the_dm_exports_imports_and_takes_home_a_players_log(
     assert page.locator("nav.tabs").count() == 0
     for text in others:
         assert text.strip().splitlines()[0] not in page.content()
+    assert page.locator(".print-hint").is_visible()
     shot(page, "session-log-print")
     page.emulate_media(media="print")
+    assert not page.locator(".print-hint").is_visible()  # the hint is for the screen only
     shot(page, "session-log-print-media")
     page.emulate_media(media="screen")
     assert not errors, errors
