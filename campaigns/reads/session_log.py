@@ -113,7 +113,9 @@ def log_role_refused(*, viewer: Viewer, as_role: str) -> bool:
 
 
 def clean_format(raw: str | None, *, default: str = "md") -> str:
-    value = (raw or default).strip().lower()
+    """``md`` or ``html`` exactly; absent means ``default``, anything else (blank too) a
+    ValidationError on ``format``."""
+    value = default if raw is None else raw
     if value not in FORMATS:
         raise ValidationError({"format": [f"Unknown format {raw!r}; use one of: md, html."]})
     return value

@@ -47,9 +47,10 @@ def test_markdown_is_the_default_and_holds_only_the_players_audience(api, secret
 
 def test_a_bad_format_or_role_is_a_400_naming_the_field(api, secrets_campaign, owner, player):
     exp = secrets_campaign.experiment
-    response = api(owner).get(_url(exp, "?format=pdf"))
-    assert response.status_code == 400
-    assert list(response.json()) == ["format"]
+    for bad in ("pdf", "", "MD", " md"):
+        response = api(owner).get(_url(exp), {"format": bad})
+        assert response.status_code == 400, bad
+        assert list(response.json()) == ["format"]
     response = api(owner).get(_url(exp, "?as=Nobody"))
     assert response.status_code == 400
     assert list(response.json()) == ["as"]

@@ -94,6 +94,8 @@ def test_a_bad_role_or_format_is_a_400_naming_the_field(as_user, owner, exp):
     assert "format: Unknown format &#x27;pdf&#x27;" in response.content.decode()
     response = client.get(log_url(exp, **{"as": "Nobody"}))  # the page too
     assert response.status_code == 400
+    for bad in ("", "MD", "txt"):
+        assert client.get(log_url(exp, format=bad)).status_code == 400, bad
 
 
 def test_the_dm_roles_log_has_notes_and_whispers_but_no_ones_monologue(as_user, owner, exp):
