@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
@@ -28,6 +30,7 @@ from campaigns.services.transcripts import uploads
 LOG_TEMPLATE = "campaigns/console/session_log.html"
 IMPORT_TEMPLATE = "campaigns/console/import.html"
 PROGRESS_TEMPLATE = "campaigns/console/_import_progress.html"
+PREVIEW_ROUNDS = 5
 
 
 def _field_error(request, exc: ValidationError) -> HttpResponse:
@@ -58,7 +61,9 @@ def session_log(request, pk):
         return response
     ctx = campaign_context(access, access.viewer, active="console:log")
     ctx.update(
-        log=log,
+        # The page previews the latest rounds; the downloads hold them all.
+        log=replace(log, rounds=log.rounds[-PREVIEW_ROUNDS:]),
+        rounds_left_out=max(0, len(log.rounds) - PREVIEW_ROUNDS),
         log_role=as_role if access.viewer.omniscient else "",
         roles=list(access.experiment.participants.order_by("order", "id")),
         may_choose=access.viewer.omniscient,

@@ -214,3 +214,15 @@ def test_a_user_seated_as_the_dm_gets_the_dm_roles_log_and_no_other(as_user, co_
     assert 'name="as"' not in page  # no role picker: it is their own log
     assert reverse("console:export", args=[exp.pk]) not in page
     assert client.get(reverse("console:export", args=[exp.pk])).status_code == 403
+
+
+def test_the_page_previews_the_latest_rounds_and_the_downloads_hold_all(as_user, player, exp):
+    for round_ in range(2, 9):
+        make_turn(exp, round=round_, speaker="Thorin", kind="action", content=f"VIS-r{round_}")
+    client = as_user(player)
+    page = client.get(log_url(exp)).content.decode()
+    assert "Preview: the last 5 rounds (the 3 before them are in the downloads)." in page
+    assert "VIS-r8" in page and "VIS-r4" in page and "VIS-r3" not in page
+    assert ALLOWED["public"] not in page  # round 1 is in the downloads only
+    markdown = client.get(log_url(exp, format="md")).content.decode()
+    assert all(f"VIS-r{r}" in markdown for r in range(2, 9)) and ALLOWED["public"] in markdown
