@@ -93,6 +93,7 @@ urlpatterns = [
     re_path(rf"{EXPERIMENT}/facts/$", views.FactListView.as_view(), name="api-facts"),
     re_path(rf"{EXPERIMENT}/arena/$", views.ArenaView.as_view(), name="api-arena"),
     re_path(rf"{EXPERIMENT}/export/$", views.ExportView.as_view(), name="api-export"),
+    re_path(rf"{EXPERIMENT}/log/$", views.SessionLogView.as_view(), name="api-log"),
     re_path(rf"{EXPERIMENT}/usage/$", views.UsageView.as_view(), name="api-usage"),
     path("import/", views.ImportView.as_view(), name="api-import"),
     path("invitations/", views.InvitationListView.as_view(), name="api-invitations"),

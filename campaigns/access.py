@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from django.core.exceptions import ValidationError
 from rest_framework.exceptions import NotFound, PermissionDenied
 
-from campaigns.models import Experiment, Invitation, Job, LoreEntry, Turn
+from campaigns.models import Experiment, Invitation, Job, LoreEntry, TranscriptUpload, Turn
 from campaigns.reads import selectors
 from campaigns.reads.selectors import UnknownRole, Viewer
 
@@ -129,6 +129,18 @@ def get_job_for(user, task_id: object) -> tuple[Job, Access]:
     except NotFound:
         raise NotFound("Task not found.") from None
     return job, access
+
+
+def get_upload_for(user, upload_id: object) -> TranscriptUpload:
+    """A transcript upload, for the user who uploaded it alone: 404 for anyone else."""
+    try:
+        pk = uuid.UUID(str(upload_id))
+    except ValueError:
+        raise NotFound("Upload not found.") from None
+    upload = TranscriptUpload.objects.filter(pk=pk, user_id=getattr(user, "pk", None)).first()
+    if upload is None or not getattr(user, "pk", None):
+        raise NotFound("Upload not found.")
+    return upload
 
 
 def job_as_read_by(job: Job, access: Access) -> Job:

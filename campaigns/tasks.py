@@ -166,3 +166,15 @@ def run_regenerate(job_id: str) -> str | None:
         return None
     job = turn_fixes.step_regenerate_run(job_id=job_id)
     return None if job is None else job.status
+
+
+@shared_task(acks_late=True, soft_time_limit=840, time_limit=900)
+def transcript_upload_run(upload_id: str) -> str | None:
+    """Import a transcript uploaded in the console. Idempotent by the upload's claim (a
+    redelivered task finds it no longer pending and changes nothing)."""
+    try:
+        upload_id = str(uuid.UUID(str(upload_id)))
+    except ValueError:
+        return None
+    upload = transcripts.uploads.transcript_upload_run(upload_id=upload_id)
+    return None if upload is None else upload.status

@@ -223,3 +223,63 @@ def prefix_errors(error: ValidationError, prefix: str) -> ValidationError:
             }
         )
     return ValidationError({prefix.rstrip("."): error.messages})
+
+
+# --- JSON bodies that can be stored (the API's strict parser and the console's upload) ---
+#
+# JSON may spell text that no database holds: lone UTF-16 surrogates and NUL characters.
+# Parsed, they would be a 500 on the way in or on every later read; they are refused
+# before anything reaches a service, naming where they are (``turns[3].tags[0]``).
+
+ROOT = "non_field_errors"
+
+
+def _problem(text: str) -> str | None:
+    if "\x00" in text:
+        return "Text may not contain NUL characters."
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "Text may not contain unpaired surrogates."
+    return None
+
+
+def _child(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def too_deep(value: object, limit: int) -> bool:
+    """Whether containers nest deeper than ``limit`` (walked without recursion)."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth >= limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def unstorable_text(value: object, path: str = "") -> tuple[str, str] | None:
+    """``(path, message)`` of the first string (value or key) no database can store."""
+    stack: list[tuple[object, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            problem = _problem(item)
+            if problem:
+                return where or ROOT, problem
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                problem = _problem(key)
+                if problem:
+                    return where or ROOT, f"A key: {problem}"
+                stack.append((child, _child(where, key)))
+        elif isinstance(item, list):
+            stack.extend((child, f"{where}[{index}]") for index, child in enumerate(item))
+    return None
+
+
+def nesting_error() -> str:
+    return f"JSON may nest at most {settings.BABEL_MAX_JSON_DEPTH} levels deep."

@@ -14,58 +14,15 @@ from django.conf import settings
 from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import JSONParser
 
-ROOT = "non_field_errors"
+# The rules themselves are pure input checks, shared with the console's transcript upload.
+from campaigns.validation import (
+    ROOT,
+    nesting_error,
+    too_deep,
+    unstorable_text,
+)
 
-
-def _problem(text: str) -> str | None:
-    if "\x00" in text:
-        return "Text may not contain NUL characters."
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "Text may not contain unpaired surrogates."
-    return None
-
-
-def _child(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def too_deep(value: object, limit: int) -> bool:
-    """Whether containers nest deeper than ``limit`` (walked without recursion)."""
-    stack: list[tuple[object, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict | list):
-            if depth >= limit:
-                return True
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
-    return False
-
-
-def unstorable_text(value: object, path: str = "") -> tuple[str, str] | None:
-    """``(path, message)`` of the first string (value or key) no database can store."""
-    stack: list[tuple[object, str]] = [(value, path)]
-    while stack:
-        item, where = stack.pop()
-        if isinstance(item, str):
-            problem = _problem(item)
-            if problem:
-                return where or ROOT, problem
-        elif isinstance(item, dict):
-            for key, child in item.items():
-                problem = _problem(key)
-                if problem:
-                    return where or ROOT, f"A key: {problem}"
-                stack.append((child, _child(where, key)))
-        elif isinstance(item, list):
-            stack.extend((child, f"{where}[{index}]") for index, child in enumerate(item))
-    return None
-
-
-def nesting_error() -> str:
-    return f"JSON may nest at most {settings.BABEL_MAX_JSON_DEPTH} levels deep."
+__all__ = ["ROOT", "StrictJSONParser", "nesting_error", "too_deep", "unstorable_text"]
 
 
 class StrictJSONParser(JSONParser):

@@ -72,6 +72,11 @@ def get_job_for(request, task_id):
         return rules.get_job_for(request.user, task_id)
 
 
+def get_upload_for(request, upload_id):
+    with _django_errors():
+        return rules.get_upload_for(request.user, upload_id)
+
+
 def get_lore_for(access: Access, viewer: Viewer, lid):
     with _django_errors():
         return rules.get_lore_for(access, viewer, lid)

@@ -330,3 +330,13 @@ class InspectorForm(forms.Form):
 
 def turn_kind_label(kind: str) -> str:
     return Turn.Kind(kind).label if kind in Turn.Kind.values else kind
+
+
+class TranscriptUploadForm(forms.Form):
+    """Import: one transcript file (the export's JSON). Size and content are the upload
+    service's to judge (`campaigns.services.transcripts.uploads`)."""
+
+    transcript = forms.FileField(
+        label="Transcript file (.json)",
+        widget=forms.ClearableFileInput(attrs={"accept": "application/json,.json"}),
+    )

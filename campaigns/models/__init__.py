@@ -18,7 +18,7 @@ from campaigns.models.campaign import (
     WorldState,
 )
 from campaigns.models.guard import OutputHold
-from campaigns.models.jobs import Job, RoundStep
+from campaigns.models.jobs import Job, RoundStep, TranscriptUpload
 from campaigns.models.memory import (
     LORE_FIELDS,
     HydrationCursor,
@@ -51,6 +51,7 @@ __all__ = [
     "RoundStep",
     "SearchBacklog",
     "Summary",
+    "TranscriptUpload",
     "Turn",
     "TurnRevision",
     "VisibilityChange",

@@ -129,3 +129,51 @@ class RoundStep(models.Model):
             "turns": list(self.turns),
             **self.detail,
         }
+
+
+class TranscriptUpload(models.Model):
+    """A transcript file uploaded in the console, imported in the background (issue 24,
+    ask 5) with its progress and, if it fails, the importer's field-named errors.
+
+    Not a `Job`: a job belongs to an experiment, and this one's experiment exists only
+    once the import succeeds. ``payload`` holds the file until the import has run, then
+    is emptied; a failed import stores nothing but this row (the errors it shows).
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting to start"
+        RUNNING = "running", "Importing"
+        SUCCEEDED = "succeeded", "Imported"
+        FAILED = "failed", "Failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="transcript_uploads"
+    )
+    filename = models.CharField(max_length=255, blank=True)
+    size = models.PositiveBigIntegerField(default=0, help_text="Bytes uploaded.")
+    payload = models.BinaryField(blank=True, default=b"", help_text="Emptied once imported.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    progress = models.PositiveSmallIntegerField(default=0, help_text="0–100.")
+    message = models.CharField(max_length=500, blank=True)
+    errors = models.JSONField(default=dict, blank=True, help_text="{field: [message, …]}")
+    experiment = models.ForeignKey(
+        Experiment, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(progress__lte=100), name="transcript_upload_progress_max_100"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"upload {self.filename!r} {self.status} ({self.progress}%)"
+
+    @property
+    def running(self) -> bool:
+        return self.status in (self.Status.PENDING, self.Status.RUNNING)

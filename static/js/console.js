@@ -65,3 +65,40 @@
   document.addEventListener("toggle", markScrolling, true);
   window.addEventListener("resize", markScrolling);
 })();
+
+// Import: refuse a file over the limit before sending it, and show the upload's progress.
+(function () {
+  "use strict";
+  function tooLarge(form) {
+    var input = form.querySelector('input[type=file]');
+    var limit = parseInt(form.getAttribute("data-max-bytes"), 10);
+    var file = input && input.files && input.files[0];
+    var note = form.querySelector("#import-too-large");
+    var over = !!(file && limit && file.size > limit);
+    if (note) {
+      note.hidden = !over;
+      note.textContent = over ? "The file is " + file.size + " bytes; the limit is " + limit + " bytes." : "";
+    }
+    return over;
+  }
+  document.addEventListener("change", function (event) {
+    var form = event.target && event.target.form;
+    if (form && form.id === "import-form") tooLarge(form);
+  });
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (form.id === "import-form" && tooLarge(form)) event.preventDefault();
+  }, true);
+  document.addEventListener("htmx:confirm", function (event) {
+    var form = event.target;
+    if (form && form.id === "import-form" && tooLarge(form)) event.preventDefault();
+  });
+  document.addEventListener("htmx:xhr:progress", function (event) {
+    var form = event.target;
+    if (!form || form.id !== "import-form" || !event.detail.lengthComputable) return;
+    var box = form.querySelector(".upload-progress");
+    var bar = form.querySelector("#upload-bar");
+    if (box) box.hidden = false;
+    if (bar) bar.value = Math.round((event.detail.loaded / event.detail.total) * 100);
+  });
+})();

@@ -26,7 +26,7 @@ from campaigns.api.views.seats import (
     InvitationDeclineView,
     InvitationListView,
 )
-from campaigns.api.views.transcripts import ExportView, ImportView
+from campaigns.api.views.transcripts import ExportView, ImportView, SessionLogView
 from campaigns.api.views.turns import (
     TurnDetailView,
     TurnListView,
@@ -60,6 +60,7 @@ __all__ = [
     "ParticipantDetailView",
     "ParticipantListView",
     "RoundView",
+    "SessionLogView",
     "SummaryListView",
     "TaskSkipView",
     "TaskView",

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from campaigns.access import get_experiment_for
@@ -16,6 +19,7 @@ from campaigns.api.serializers import (
     TranscriptSerializer,
 )
 from campaigns.api.views.base import EXPERIMENT_ID, ApiView
+from campaigns.reads import session_log as logs
 from campaigns.services import transcripts
 
 
@@ -30,11 +34,9 @@ class ExportView(ApiView):
         The body is exactly `transcripts.dumps(...)`, the bytes `export_transcript` writes.
         """
         access = get_experiment_for(request.user, id, write=True)
-        text = transcripts.dumps(transcripts.export_transcript(experiment=access.experiment))
-        response = HttpResponse(text.encode("utf-8"), content_type="application/json")
-        response["Content-Disposition"] = (
-            f'attachment; filename="experiment-{access.experiment.pk}.json"'
-        )
+        body, filename = transcripts.export_file(experiment=access.experiment)
+        response = HttpResponse(body, content_type="application/json")
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return response
 
 
@@ -60,4 +62,47 @@ class ImportView(ApiView):
         body = ExperimentSerializer(experiment).data
         response = Response(body, status=status.HTTP_201_CREATED)
         response["Location"] = f"/api/experiments/{experiment.pk}/"
+        return response
+
+
+@extend_schema(parameters=[EXPERIMENT_ID])
+class SessionLogView(ApiView):
+    # ``?format=`` is this endpoint's own parameter (md or html), not DRF's renderer
+    # override: the body is built here, and errors are JSON.
+    renderer_classes = [JSONRenderer]
+
+    def perform_content_negotiation(self, request, force=False):
+        return super().perform_content_negotiation(request, force=True)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "as",
+                str,
+                description="The role whose log to read (owner and staff: any role; "
+                "omitted: everything published). A player reads only their own role's.",
+            ),
+            OpenApiParameter("format", str, enum=list(logs.FORMATS), description="md (default)"),
+        ],
+        responses={
+            (200, "text/markdown"): OpenApiTypes.STR,
+            (200, "text/html"): OpenApiTypes.STR,
+            400: OpenApiResponse(description="Unknown role (`as`) or format (`format`)."),
+            403: OpenApiResponse(description="A player asking for another role's log."),
+        },
+    )
+    def get(self, request, id):
+        """The session log as one audience may read it: the same bytes as the console's
+        Markdown download and printable page."""
+        access = get_experiment_for(request.user, id)
+        as_role = request.query_params.get("as", "").strip()
+        if logs.log_role_refused(viewer=access.viewer, as_role=as_role):
+            raise PermissionDenied("You may read only your own role's log.")
+        fmt = logs.clean_format(request.query_params.get("format"))
+        experiment, reader = access.experiment, access.viewer
+        log = logs.session_log_as(experiment=experiment, reader=reader, as_role=as_role)
+        body, content_type, filename = logs.session_log_render(log, fmt)
+        response = HttpResponse(body, content_type=content_type)
+        disposition = "attachment" if fmt == "md" else "inline"
+        response["Content-Disposition"] = f'{disposition}; filename="{filename}"'
         return response

@@ -19,6 +19,7 @@ PAGE_NAV = (
     ("console:notes", "GM notes"),
     ("console:lore", "World Bible"),
     ("console:memory", "Memory"),
+    ("console:log", "Session log"),
 )
 INVALID = 422  # a bad form: re-rendered with its errors (htmx is configured to swap it)
 

@@ -19,8 +19,9 @@ evidence. Import runs in one transaction: a bad file stores nothing, and the err
 names the element and field, e.g. ``turns[3].visibility``.
 """
 
+from campaigns.services.transcripts import uploads
 from campaigns.services.transcripts.common import FORMAT
-from campaigns.services.transcripts.export import dumps, export_transcript
+from campaigns.services.transcripts.export import dumps, export_file, export_transcript
 from campaigns.services.transcripts.importer import import_transcript, loads
 from campaigns.services.transcripts.indexing import SEARCH_INDEX_BATCH, index_imported_turns
 
@@ -28,8 +29,10 @@ __all__ = [
     "FORMAT",
     "SEARCH_INDEX_BATCH",
     "dumps",
+    "export_file",
     "export_transcript",
     "import_transcript",
     "index_imported_turns",
     "loads",
+    "uploads",
 ]

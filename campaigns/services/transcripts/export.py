@@ -79,3 +79,9 @@ def _export_turn(turn: Turn) -> dict[str, Any]:
 def dumps(transcript: dict[str, Any]) -> str:
     """Stable text form: same transcript → same bytes."""
     return json.dumps(transcript, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+
+
+def export_file(*, experiment: Experiment) -> tuple[bytes, str]:
+    """The export as a download: its bytes and file name (the API's and the console's)."""
+    text = dumps(export_transcript(experiment=experiment))
+    return text.encode("utf-8"), f"experiment-{experiment.pk}.json"

@@ -28,6 +28,8 @@ def _get_urls(secrets) -> list[str]:
     e = f"/api/experiments/{secrets.experiment.pk}"
     urls = ["/api/experiments/", f"{e}/", f"{e}/export/", f"/api/tasks/{secrets.job.pk}/"]
     urls.append(f"{e}/arena/")
+    urls.extend(f"{e}/log/?format={fmt}" for fmt in ("md", "html"))
+    urls.extend(f"{e}/log/?as={role}&format={fmt}" for role in ROLES for fmt in ("md", "html"))
     urls.extend([f"{e}/usage/", f"{e}/usage/?round=1", f"{e}/usage/?round=1&as=DM"])
     for base in ("participants", "turns", "lore", "summaries", "facts"):
         urls.append(f"{e}/{base}/")

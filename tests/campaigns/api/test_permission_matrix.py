@@ -89,6 +89,9 @@ CASES = [
     Case("round", "post", E + "/rounds/", _row(202, 403, 404), {}, True),
     Case("task", "get", "/api/tasks/{job}/", _row(200, 200, 404)),
     Case("export", "get", E + "/export/", _row(200, 403, 404)),
+    Case("own session log", "get", E + "/log/", _row(200, 200, 404)),
+    Case("session log as Thorin", "get", E + "/log/?as=Thorin&format=html", _row(200, 200, 404)),
+    Case("session log as Cassia", "get", E + "/log/?as=Cassia", _row(200, 403, 404)),
     Case("list facts", "get", E + "/facts/", _row(200, 200, 404)),
     Case("arena reports", "get", E + "/arena/", _row(200, 403, 404)),
     Case(

@@ -36,6 +36,7 @@ SPEC_OPERATIONS = {
     "/api/tasks/{task_id}/": {"get"},
     "/api/tasks/{task_id}/skip/": {"post"},
     "/api/experiments/{id}/export/": {"get"},
+    "/api/experiments/{id}/log/": {"get"},
     "/api/experiments/{id}/facts/": {"get"},
     "/api/experiments/{id}/arena/": {"get", "post"},
     "/api/import/": {"post"},

@@ -30,6 +30,11 @@ def player_urls(exp, role):
         reverse("console:dashboard"),
         reverse("console:context", args=[pk, role]),
         reverse("console:context", args=[pk, role]) + "?input=ledger+trapdoor+doubt",
+        reverse("console:log", args=[pk]),
+        reverse("console:log", args=[pk]) + "?format=md",
+        reverse("console:log", args=[pk]) + "?format=html",
+        reverse("console:log", args=[pk]) + "?as=DM&format=md",  # a player's `as` is refused
+        reverse("console:export", args=[pk]),  # owner only: a 403 for the player
     ]
     for tab in ("proposed", "confirmed", "rejected", "invalidated"):
         urls.append(reverse("console:lore", args=[pk]) + f"?tab={tab}")
