@@ -26,7 +26,9 @@ def test_the_owner_runs_the_arena_from_the_page(page, live_server, tmp_path):
     page.wait_for_url(f"{live_server.url}/")
     page.goto(f"{live_server.url}/campaigns/{experiment.pk}/arena/")
     assert "No Arena run yet." in page.content()
-    page.click("text=Run the Arena")
+    # Without a broker the run happens inside this request: on a busy machine the click's
+    # navigation takes longer than the default 15 s.
+    page.click("text=Run the Arena", timeout=120_000)
     page.wait_for_selector("#arena-results", timeout=120_000)
     table = page.locator("#arena-results").inner_text()
     assert "layered" in table and "tiered" in table

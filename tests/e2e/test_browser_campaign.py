@@ -3,16 +3,20 @@
 A new DM (created, then signed in) builds a campaign through the forms only — three model
 players and one human seat — invites a person to the human seat, who accepts in a second
 browser; the DM plays 3 rounds and the human acts each time the round waits for her.
+The DM then regenerates a model's turn and downloads the session log as the human's
+role, which holds none of the others' whispers.
 Screenshots go under ``artifacts/console/``.
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
-from campaigns.models import Experiment, Invitation, Job, RoundStep, Turn
+from campaigns.models import Experiment, Invitation, Job, RoundStep, Turn, TurnRevision
+from campaigns.reads.selectors import turns_visible_to, viewer_for_role
 from tests.e2e.test_campaign_setup import add_seat, no_sideways_scroll
 from tests.e2e.test_console import shot
 from tests.factories import make_user
@@ -124,3 +128,33 @@ def test_a_dm_and_an_invited_human_play_a_campaign_set_up_in_the_browser(browser
         assert Turn.objects.filter(experiment=experiment, speaker=role).count() >= 3
     no_sideways_scroll(dm)
     shot(dm, "browser-campaign-played")
+
+    # The DM regenerates one of Ash's turns: the old text is kept as a revision.
+    ash = Turn.objects.filter(experiment=experiment, speaker="Ash", kind="action").last()
+    dm.goto(f"{live_server.url}/campaigns/{experiment.pk}/")
+    dm.once("dialog", lambda dialog: dialog.accept())
+    dm.locator(f"#turn-{ash.seq}").locator("button", has_text="Regenerate").click()
+    dm.locator(f"#turn-{ash.seq} .edited", has_text="edited 1×").wait_for(timeout=60_000)
+    regenerated = Job.objects.get(experiment=experiment, kind="regenerate")
+    assert regenerated.status == "succeeded", regenerated.message
+    assert ash.pk in regenerated.result["replaced"]
+    assert TurnRevision.objects.get(turn=ash).old_content == ash.content
+
+    # Dara's session log, as the DM downloads it for her: what she may read, nothing else.
+    dm.goto(f"{live_server.url}/campaigns/{experiment.pk}/log/")
+    dm.select_option("#log-as", HUMAN)
+    with dm.expect_download() as info:
+        dm.locator("#log-md").click()
+    log = Path(info.value.path()).read_text(encoding="utf-8")
+    assert "Dara counts the oars, round 3." in log
+    hers = turns_visible_to(
+        experiment=experiment, viewer=viewer_for_role(experiment=experiment, role=HUMAN)
+    )
+    others = Turn.objects.filter(experiment=experiment).exclude(pk__in=hers.values("pk"))
+    whispers = others.filter(kind="whisper")
+    assert whispers.filter(content__contains="silver oar").exists()
+    assert whispers.count() >= 9  # each model player whispered in each round
+    for turn in others:
+        assert turn.content not in log, (turn.speaker, turn.kind, turn.content)
+    for turn in hers.filter(kind="action", speaker__in=MODEL_PLAYERS):
+        assert turn.content.splitlines()[0] in log
