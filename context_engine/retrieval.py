@@ -26,7 +26,7 @@ from context_engine import ranking, strain, textops, tokens
 from context_engine.lines import lore_line, turn_entry
 from context_engine.memory.vocabulary import zipf
 from context_engine.state import field_line
-from context_engine.trimming import Line, assemble
+from context_engine.trimming import Line, assemble_filling
 from context_engine.types import (
     LoreView,
     PackItem,
@@ -228,7 +228,8 @@ def rank(
 
 
 def section(name: str, budget: int, hits: list[Hit]) -> tuple[Section, list[TrimEvent], list[str]]:
-    """Fit hits by priority; render pinned, facts, then turns in story order."""
+    """Fit hits by priority, a hit that does not fit skipped for the next (the budget is
+    spent as fully as the order allows); render pinned, facts, then turns in story order."""
     lines = [
         Line(
             order=(hit.group, hit.seq if hit.group == 2 else index),
@@ -240,7 +241,7 @@ def section(name: str, budget: int, hits: list[Hit]) -> tuple[Section, list[Trim
         )
         for index, hit in enumerate(hits)
     ]
-    return assemble(name, budget, HEADER, lines)
+    return assemble_filling(name, budget, HEADER, lines)
 
 
 def need(hits: list[Hit]) -> int:

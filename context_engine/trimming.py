@@ -160,6 +160,76 @@ def assemble(
     return section, events, warnings
 
 
+FILL_TRIES = 2  # exact recounts `assemble_filling` may spend on the room the estimate left
+
+
+def assemble_filling(
+    name: str, budget: int, header: str, lines: list[Line]
+) -> tuple[Section, list[TrimEvent], list[str]]:
+    """Like `assemble`, but the budget is spent as fully as the priority order allows.
+
+    ``lines`` are in priority order, best first, and the droppable ones go lowest
+    priority first (their drop keys say so). A droppable line that does not fit is
+    skipped and the next one tried, as the Arena's floors fill (`arena.floors.fill`),
+    instead of ending the section. The per-line estimates run a little high (a line's
+    newline is counted on its own), so once the exact count is known, the room it leaves
+    is offered to the skipped lines again, best first, each verified by a count (at most
+    `FILL_TRIES`). Every line left out is in the trim log as dropped, with its reason.
+    """
+    fixed = [line for line in lines if line.drop_key is None]
+    ranked = _best_first(line for line in lines if line.drop_key is not None)
+    spent = textops.count(header) + 1 + sum(line.cost for line in fixed)
+    chosen: list[Line] = []
+    skipped: list[Line] = []
+    for line in ranked:
+        if spent + line.cost <= budget:
+            chosen.append(line)
+            spent += line.cost
+        else:
+            skipped.append(line)
+    while True:  # the estimate was low: drop the lowest-priority choice and recount
+        kept = fixed + chosen
+        used = _exact(header, kept)
+        if used <= budget or not chosen:
+            break
+        skipped.insert(0, chosen.pop())
+    tries = 0
+    for line in _best_first(skipped):
+        if tries >= FILL_TRIES or used >= budget:
+            break
+        if used + line.cost - 1 > budget:  # cannot fit even counted without its newline
+            continue
+        tries += 1
+        trial = _exact(header, fixed + chosen + [line])
+        if trial <= budget:
+            chosen.append(line)
+            skipped.remove(line)
+            used = trial
+    kept = fixed + chosen
+    ordered = sorted(kept, key=lambda line: line.order)
+    text = render(header, [line.text for line in ordered])
+    events = [_drop_event(name, budget, line) for line in sorted(skipped, key=_drop_key)]
+    section = Section(name, budget, used, text, tuple(line.item for line in ordered))
+    warnings: list[str] = []
+    section = cap(section, events, warnings)
+    return section, events, warnings
+
+
+def _drop_key(line: Line) -> tuple:
+    return line.drop_key or ()
+
+
+def _best_first(lines) -> list[Line]:
+    """The reverse of the drop order (a stable sort: ties keep their input order)."""
+    return sorted(lines, key=_drop_key, reverse=True)
+
+
+def _exact(header: str, kept: list[Line]) -> int:
+    ordered = sorted(kept, key=lambda line: line.order)
+    text = render(header, [line.text for line in ordered])
+    return textops.count_uncached(text) if text else 0
+
+
 def cap(section: Section, events: list[TrimEvent], warnings: list[str]) -> Section:
     """A section over its cap on its own is truncated, logged and warned about."""
     if section.tokens <= section.budget:

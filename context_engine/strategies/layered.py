@@ -30,6 +30,7 @@ from context_engine.types import SECTION_NAMES, PackInput, PackItem, TrimEvent
 
 RECENT_HEADER = "## Recent events"
 SHIFT_DIVISOR = 4  # of what Strain III frees in the window, the digest may take this share
+# (all it lacks, or nothing: see `build`)
 
 
 def recent_need(window: list[Entry], anchors: list[Entry]) -> int:
@@ -264,10 +265,14 @@ def build(inp: PackInput, view: View) -> Draft:
             + sum(e.cost for e in window[-strain.STRAIN3_MIN_WINDOW :])
             + sum(e.cost for e in window if e.ref in protected)
         )
-        # What the shrunken window frees is shared: a quarter may go to the digest, the rest
-        # stays in the pool that ranked retrieval borrows from.
+        # What the shrunken window frees is shared: up to a quarter may go to the digest,
+        # the rest stays in the pool that ranked retrieval borrows from. The digest takes
+        # its part only when that makes it whole: a loan that leaves it truncated would
+        # only lengthen the tail of its chronological facts, while ranked retrieval picks
+        # the older turns this input needs (measured on LoCoMo, README).
         freed = config.budget("recent") - floor
-        budgets_shift = max(min(digest_tokens - config.budget("digest"), freed // SHIFT_DIVISOR), 0)
+        overflow = digest_tokens - config.budget("digest")
+        budgets_shift = overflow if 0 < overflow <= freed // SHIFT_DIVISOR else 0
         if budgets_shift:
             draft.events.append(
                 TrimEvent(

@@ -59,8 +59,8 @@ def strained_campaign() -> Log:
     return log
 
 
-def inp_at(pressure: float | None):
-    memory = digest("Hinge Index: the vault was sealed. " * 40)
+def inp_at(pressure: float | None, memory_text: str = "Hinge Index: the vault was sealed. " * 40):
+    memory = digest(memory_text)
     base = pack_input(
         "Thorin",
         strained_campaign(),
@@ -129,18 +129,39 @@ def test_strain_2_turns_the_older_half_of_the_window_into_a_scene_recap_and_keep
     assert retrieved_turns(pack)  # recall is never switched off
 
 
-def test_strain_3_keeps_the_last_turns_prioritises_the_digest_and_inserts_the_notice():
+def test_strain_3_keeps_the_last_turns_and_inserts_the_notice():
     pack = build_pack(inp_at(0.97))
     assert pack.strain == "strain_3"
     recent = section(pack, "recent")
     assert strain.STRAIN3_MIN_WINDOW <= len(turn_refs(pack)) <= strain.STRAIN3_WINDOW
     assert recent.text.rstrip().endswith(strain.NOTICE)
     assert "Old scene" in section(pack, "retrieval").text  # recall is never switched off
+    assert pack.total_tokens <= pack.budget
+
+
+def test_strain_3_lends_the_digest_what_it_lacks_when_that_makes_it_whole():
+    strained = inp_at(0.97)
+    whole = section(build_pack(strained), "digest").items[0].tokens
+    budgets = dict(strained.config.budgets)
+    short_by = 10  # the digest's share is 10 tokens short of the whole digest
+    budgets["input"] += budgets["digest"] - (whole - short_by)
+    budgets["digest"] = whole - short_by
+    inp = replace(strained, config=replace(strained.config, budgets=tuple(budgets.items())))
+    pack = build_pack(inp)
+    assert pack.strain == "strain_3"
+    digest_section = section(pack, "digest")
+    assert digest_section.tokens == whole and not digest_section.trimmed
+    lent = [e for e in pack.trim_log if e.action == "lent"]
+    assert [(e.ref, e.tokens_saved) for e in lent] == [("budget:recent", short_by)]
+    assert pack.total_tokens <= pack.budget
+
+
+def test_strain_3_gives_ranked_retrieval_the_room_a_digest_could_not_be_made_whole_with():
+    pack = build_pack(inp_at(0.97))  # a digest twice its share and more
     configured = dict(inp_at(0.97).config.budgets)["digest"]
     digest_section = section(pack, "digest")
-    assert digest_section.budget > configured  # lent by the transcript
-    assert digest_section.tokens > configured
-    assert any(e.action == "lent" for e in pack.trim_log)
+    assert digest_section.trimmed and digest_section.tokens <= configured
+    assert not any(e.action == "lent" for e in pack.trim_log)
     assert pack.total_tokens <= pack.budget
 
 

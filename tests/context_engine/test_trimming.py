@@ -236,3 +236,61 @@ def test_unused_budget_is_lent_unless_switched_off():
     assert section(on, "recent").budget == 120 and section(on, "recent").borrowed > 0
     assert len(refs(on, "recent")) > len(refs(off, "recent"))
     assert on.total_tokens <= on.budget
+
+
+# --- retrieval fills its budget as fully as the ranked order allows ----------------------
+
+
+def _hits(costs: list[int]):
+    from context_engine.retrieval import Hit
+
+    # Hit i's line is ``cost`` tokens long; best-ranked first (the order `rank` returns).
+    return [
+        Hit(" ".join(["word"] * (cost - 1)), f"turn:{i}", "turn", cost, seq=i)
+        for i, cost in enumerate(costs)
+    ]
+
+
+def test_retrieval_skips_a_hit_that_does_not_fit_and_keeps_a_lower_ranked_one_that_does():
+    from context_engine import retrieval, textops
+
+    hits = _hits([40, 300, 40])
+    room = textops.count(retrieval.HEADER) + 1 + 40 + 40 + 30  # the 300-token hit cannot fit
+    section, events, _ = retrieval.section("retrieval", room, hits)
+    assert [item.ref for item in section.items] == ["turn:0", "turn:2"]
+    assert [(e.ref, e.action) for e in events] == [("turn:1", "dropped")]
+    assert section.tokens <= room
+
+
+def test_retrieval_keeps_the_best_ranked_hits_when_not_all_fit():
+    from context_engine import retrieval, textops
+
+    hits = _hits([30] * 10)
+    room = textops.count(retrieval.HEADER) + 1 + 30 * 4
+    section, events, _ = retrieval.section("retrieval", room, hits)
+    kept = [item.ref for item in section.items]
+    assert kept == [f"turn:{i}" for i in range(len(kept))]  # a prefix of the ranking
+    assert len(kept) >= 4  # the estimate's room, and what the exact count leaves
+    assert {e.ref for e in events} == {f"turn:{i}" for i in range(len(kept), 10)}
+    assert section.tokens <= room
+
+
+def test_retrieval_spends_what_the_exact_count_leaves_beyond_the_line_estimates():
+    from context_engine import retrieval, textops
+
+    lines = [f"[R{i}] Gina (action): I found the lantern near the old mill {i}." for i in range(40)]
+    hits = [
+        retrieval.Hit(line, f"turn:{i}", "turn", textops.count(line) + 1, seq=i)
+        for i, line in enumerate(lines)
+    ]
+    room = 700
+    by_estimate, spent = 0, textops.count(retrieval.HEADER) + 1
+    while spent + hits[by_estimate].cost <= room:
+        spent += hits[by_estimate].cost
+        by_estimate += 1
+    section, _, _ = retrieval.section("retrieval", room, hits)
+    # Each line's estimate counts its newline on its own, so the exact count of the
+    # section runs lower; the room that leaves holds more of the ranked hits.
+    assert len(section.items) > by_estimate
+    assert section.tokens <= room
+    assert [item.ref for item in section.items] == [f"turn:{i}" for i in range(len(section.items))]
