@@ -498,7 +498,7 @@ def shown_summaries(
 
 LIVE_PUBLIC = "public"
 LIVE_ALL = "all"  # everything published, for omniscient readers
-LIVE_HELD = "held"  # every held draft, for the owner and staff
+LIVE_OWNER = "owner"  # held drafts and job messages: the owner and staff (editors)
 
 
 def live_role_channel(role: str) -> str:
@@ -514,7 +514,7 @@ def audiences_for_viewer(viewer: Viewer) -> list[str]:
     if viewer.omniscient:
         channels = [LIVE_ALL]
         if viewer.reviews_held:
-            channels.append(LIVE_HELD)
+            channels.append(LIVE_OWNER)
         return channels
     if viewer.role is None:
         return [LIVE_PUBLIC]
@@ -534,4 +534,4 @@ def live_channels_for_audience(visibility) -> list[str]:
 
 def live_channels_for_held(review: Iterable[str]) -> list[str]:
     """The channels of a draft the output guard held: the owner's and its reviewers'."""
-    return [LIVE_HELD, *(live_held_channel(role) for role in sorted(set(review)))]
+    return [LIVE_OWNER, *(live_held_channel(role) for role in sorted(set(review)))]

@@ -101,7 +101,7 @@ def test_viewers_subscribe_to_disjoint_channels_of_their_own_audiences():
     assert selectors.audiences_for_viewer(player) == ["public", "role:Cassia"]
     assert selectors.audiences_for_viewer(dm_seat) == ["public", "role:DM", "held:DM"]
     assert selectors.audiences_for_viewer(judge) == ["all"]
-    assert selectors.audiences_for_viewer(OWNER) == ["all", "held"]
+    assert selectors.audiences_for_viewer(OWNER) == ["all", "owner"]
     whisper = selectors.live_channels_for_audience(("Cassia", "DM"))
     assert whisper == ["all", "role:Cassia", "role:DM"]
     assert selectors.live_channels_for_audience(None) == ["all", "public"]
