@@ -42,6 +42,7 @@ import time
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
+from django.db import connection
 from django.http import HttpResponse, HttpResponseNotAllowed, StreamingHttpResponse
 
 from campaigns.console import access as console_access
@@ -57,9 +58,16 @@ def _max_seconds() -> float:
 
 def _subscription(request, pk) -> tuple[int, list[str]]:
     """The campaign and the viewer's channels (404/403 as every console page)."""
-    access = console_access.experiment_for(request, pk)
-    viewer, _as_role = console_access.viewer_for(request, access)
-    return access.experiment.pk, selectors.audiences_for_viewer(viewer)
+    try:
+        access = console_access.experiment_for(request, pk)
+        viewer, _as_role = console_access.viewer_for(request, access)
+        return access.experiment.pk, selectors.audiences_for_viewer(viewer)
+    finally:
+        # The stream reads no more rows: a connection held for its whole life (minutes)
+        # would be one database connection per open page. (Inside a test's transaction
+        # the connection is the test's own and stays.)
+        if not connection.in_atomic_block:
+            connection.close()
 
 
 def _frame(event: str, data: dict, event_id: str) -> bytes:
