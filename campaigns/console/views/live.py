@@ -120,30 +120,41 @@ def _wait(started: float) -> float:
     return max(0.05, min(HEARTBEAT_SECONDS, left))
 
 
+OPEN = {"async": 0, "sync": 0}  # connections being served (a disconnect ends its own)
+
+
 async def _async_stream(reader: _Reader, broker: live.Broker):
-    yield b"retry: 2000\n\n" + _frame("hello", {}, reader.event_id)
-    started = last = time.monotonic()
-    events: list[live.Event] = []
-    while _going_on(started, events):
-        wait = _wait(started)
-        events = await broker.aread(reader.campaign, dict(reader.positions), wait)
-        for frame in reader.frames(events):
-            yield frame
-        if not events or time.monotonic() - last >= HEARTBEAT_SECONDS:
-            yield b": keep-alive\n\n"
-        last = time.monotonic()
+    OPEN["async"] += 1
+    try:
+        yield b"retry: 2000\n\n" + _frame("hello", {}, reader.event_id)
+        started = last = time.monotonic()
+        events: list[live.Event] = []
+        while _going_on(started, events):
+            wait = _wait(started)
+            events = await broker.aread(reader.campaign, dict(reader.positions), wait)
+            for frame in reader.frames(events):
+                yield frame
+            if not events or time.monotonic() - last >= HEARTBEAT_SECONDS:
+                yield b": keep-alive\n\n"
+            last = time.monotonic()
+    finally:
+        OPEN["async"] -= 1
 
 
 def _sync_stream(reader: _Reader, broker: live.Broker):
-    yield b"retry: 2000\n\n" + _frame("hello", {}, reader.event_id)
-    started = last = time.monotonic()
-    events: list[live.Event] = []
-    while _going_on(started, events):
-        events = broker.read(reader.campaign, dict(reader.positions), _wait(started))
-        yield from reader.frames(events)
-        if not events or time.monotonic() - last >= HEARTBEAT_SECONDS:
-            yield b": keep-alive\n\n"
-        last = time.monotonic()
+    OPEN["sync"] += 1
+    try:
+        yield b"retry: 2000\n\n" + _frame("hello", {}, reader.event_id)
+        started = last = time.monotonic()
+        events: list[live.Event] = []
+        while _going_on(started, events):
+            events = broker.read(reader.campaign, dict(reader.positions), _wait(started))
+            yield from reader.frames(events)
+            if not events or time.monotonic() - last >= HEARTBEAT_SECONDS:
+                yield b": keep-alive\n\n"
+            last = time.monotonic()
+    finally:
+        OPEN["sync"] -= 1
 
 
 async def live_stream(request, pk):

@@ -5,6 +5,8 @@ has passed it — and a reconnect resumes without loss or duplicates."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from campaigns.models import Turn
@@ -214,3 +216,35 @@ def test_a_stream_that_breaks_midway_fails_its_step_once_and_its_drafts_are_with
     # not asked again after its first words were shown; the round went on to Cassia
     assert len(gemini_standin.calls) == 3
     assert Turn.objects.filter(experiment=table, round=1, speaker="Cassia").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_under_uvicorn_a_page_that_hangs_up_ends_its_stream(campaign, owner):
+    from django.test import Client
+
+    from campaigns.console.views import live as view
+    from campaigns.management.commands.bench_stream import _Page, _Server
+    from campaigns.services import live
+
+    client = Client()
+    client.force_login(owner)
+    server = _Server()
+    port = server.start()
+    try:
+        cookie = f"sessionid={client.cookies['sessionid'].value}"
+        page = _Page(port, f"/campaigns/{campaign.pk}/live/", cookie)
+        page.start()
+        assert page.ready.wait(10)
+        live.publish(campaign.pk, ["all"], "progress", {"round": 1, "percent": 50})
+        deadline = time.monotonic() + 5
+        while not page.frames and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [f[1:3] for f in page.frames] == [("progress", {"round": 1, "percent": 50})]
+        assert view.OPEN["async"] == 1
+        page.stop()  # the tab closes
+        deadline = time.monotonic() + 5
+        while view.OPEN["async"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert view.OPEN["async"] == 0, "the server stopped streaming to the closed page"
+    finally:
+        server.stop()
