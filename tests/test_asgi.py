@@ -72,6 +72,7 @@ def _environment(tmp_path: Path, **extra) -> dict:
     return env
 
 
+# fmt: off
 COMMANDS = {
     # `make demo`'s server (DEBUG, reloading).
     "uvicorn --reload": lambda port: (
@@ -79,15 +80,16 @@ COMMANDS = {
          "--port", str(port), "--reload", "--reload-dir", "babel_site",
          "--timeout-graceful-shutdown", "3"],
         {"DJANGO_DEBUG": "true"},
-    ),  # fmt: skip
+    ),
     # `make serve`'s server: the production profile over plain HTTP on loopback.
     "gunicorn + uvicorn workers": lambda port: (
         [sys.executable, "-m", "gunicorn", "babel_site.asgi:application",
          "-k", "uvicorn_worker.UvicornWorker", "-b", f"127.0.0.1:{port}", "-w", "1"],
         {"DJANGO_DEBUG": "false", "DJANGO_SECRET_KEY": "asgi-test-" + "k" * 50,
          "BABEL_SSL_REDIRECT": "false", "BABEL_SECURE_COOKIES": "false"},
-    ),  # fmt: skip
+    ),
 }
+# fmt: on
 
 
 @pytest.mark.parametrize("server_kind", list(COMMANDS))

@@ -2,11 +2,11 @@
 
 Seeds a synthetic campaign with an owner and four linked players (token and session
 logins) in the configured database (PostgreSQL; SQLite only with ``--allow-sqlite``),
-starts gunicorn with uvicorn (ASGI) workers, as `make serve` does, on a free loopback port,
-warms each worker up with unrecorded requests, runs locust headless — N users reading pages, the turn list and their context pack, the
-owner posting turns — for a fixed time, stops both processes, removes what it created,
-and writes a report: requests, failures, p50 and p95 per endpoint. Exits non-zero if
-any request failed.
+starts gunicorn with uvicorn (ASGI) workers, as `make serve` does, on a free loopback
+port, warms each worker up with unrecorded requests, runs locust headless — N users
+reading pages, the turn list and their context pack, the owner posting turns — for a
+fixed time, stops both processes, removes what it created, and writes a report:
+requests, failures, p50 and p95 per endpoint. Exits non-zero if any request failed.
 
 Nothing listens beyond 127.0.0.1, and every run ends by itself (``--seconds``, plus
 locust's own stop timeout and a hard kill of gunicorn).
