@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.urls import Resolver404, resolve, reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
@@ -206,7 +206,30 @@ def _context(request, access, viewer, as_role, *, form=None, params=None, memory
         query["as"] = as_role
     ctx["self_url"] = reverse("console:campaign", args=[access.experiment.pk])
     ctx["query"] = urlencode(query)
+    ctx.update(_live(access, as_role))
     return ctx
+
+
+def _live(access, as_role: str) -> dict:
+    """The page's live stream (static/js/live.js): the campaign's SSE endpoint, asked with
+    the same ``as`` as the page, and whose inspector a draft may link to (the roles this
+    user may inspect, as the inspector itself decides)."""
+    path = f"/campaigns/{access.experiment.pk}/live/"
+    try:
+        resolve(path)
+    except Resolver404:
+        return {"live_url": ""}
+    inspect_roles = []
+    for role in console_access.roles_of(access):
+        try:
+            console_access.check_context_role(access, role)
+        except Http404:
+            continue
+        inspect_roles.append(role)
+    return {
+        "live_url": path + (f"?{urlencode({'as': as_role})}" if as_role else ""),
+        "inspect_roles": ",".join(inspect_roles),
+    }
 
 
 def _status(request, access, viewer, form) -> dict:
