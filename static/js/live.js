@@ -6,11 +6,14 @@
 // stream is down); the bar is refreshed when the stream says something moved instead.
 //
 // Events (server side: campaigns/console/views/live.py):
-//   draft     {draft_id, round, step, speaker, kind, text, seq}  text: the next piece
-//   draft_end {draft_id}          the model finished; the answer is being checked and stored
+//   draft     {draft_id, round, step, speaker, kind, audience, text, seq, held?}
+//             text: the next piece; seq counts a draft's pieces from 1; audience: the roles
+//             that read it (null: everyone); held: an answer the output guard held (its
+//             reviewers only)
+//   draft_end {draft_id}          the model finished; the answer is being stored
 //   withdrawn {draft_id}          the answer will not be shown (held, or replaced by a retry)
-//   stored    {draft_id, turns}   the answer is stored: the timeline shows it now
-//   progress  {round, message}    the round bar
+//   stored    {draft_id, turns?}  the answer is stored: the timeline shows it now
+//   progress  {round, percent, message?}  the round bar (the message: the owner's only)
 // Every event carries an id; a reconnect sends the last one back (the browser's own
 // Last-Event-ID, or ?last_event_id= when this script reopens the stream), so nothing is lost
 // and nothing comes twice. Pieces are numbered per draft (seq), so a piece seen twice (a page
@@ -71,6 +74,12 @@
       head.appendChild(el("span", "round", "R" + d.round));
       head.appendChild(el("strong", "speaker", d.speaker));
       head.appendChild(el("span", "kind badge", kinds[d.kind] || d.kind));
+      if (d.audience === null || d.audience === undefined) {
+        head.appendChild(el("span", "chip public", "everyone"));
+      } else {
+        d.audience.forEach(function (role) { head.appendChild(el("span", "chip", role)); });
+      }
+      if (d.held) head.appendChild(el("span", "badge warn", "held for review"));
       head.appendChild(el("span", "badge live-badge writing", d.speaker + " is writing…"));
       if (inspectUrl && (inspectRoles.indexOf(d.speaker) >= 0 || inspectRoles.indexOf("*") >= 0)) {
         var link = el("a", "inspect-pack", "Pack it was given");
@@ -145,9 +154,10 @@
       if (!d) {
         d = state.drafts[id] = {
           round: data.round, step: data.step, speaker: data.speaker, kind: data.kind,
-          text: "", seq: -1, ended: false, stored: false,
+          audience: data.audience, held: !!data.held,
+          text: "", seq: 0, ended: false, stored: false,
           // Joined after its first piece (a page opened mid-answer): said, not hidden.
-          gap: data.seq > 0,
+          gap: data.seq > 1,
         };
       }
       if (data.seq <= d.seq) return; // seen already (a resumed or restored page)
@@ -168,8 +178,13 @@
       var round = document.getElementById("current-round");
       if (round && data.round !== undefined && data.round !== null) round.textContent = String(data.round);
       if (progressLine) {
-        progressLine.textContent = data.message || "";
-        progressLine.hidden = !data.message;
+        var line = data.message;
+        if (!line && data.round !== undefined) {
+          line = "Round " + data.round + " is being played" +
+            (data.percent !== undefined ? " (" + data.percent + "%)" : "") + ".";
+        }
+        progressLine.textContent = line || "";
+        progressLine.hidden = !line;
       }
       refreshStatus();
     }
