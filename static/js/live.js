@@ -6,6 +6,7 @@
 // stream is down); the bar is refreshed when the stream says something moved instead.
 //
 // Events (server side: campaigns/console/views/live.py):
+//   hello     {}                  first on every connection: an id to resume from
 //   draft     {draft_id, round, step, speaker, kind, audience, text, seq, held?}
 //             text: the next piece; seq counts a draft's pieces from 1; audience: the roles
 //             that read it (null: everyone); held: an answer the output guard held (its
@@ -70,6 +71,8 @@
       block = el("li", "turn draft kind-" + d.kind);
       block.id = "draft-" + id;
       block.setAttribute("data-draft", id);
+      block.setAttribute("data-speaker", d.speaker);
+      block.setAttribute("data-kind", d.kind);
       var head = el("div", "turn-head");
       head.appendChild(el("span", "round", "R" + d.round));
       head.appendChild(el("strong", "speaker", d.speaker));
@@ -122,7 +125,7 @@
     state.allowStatus += 1;
     var done = function () { state.allowStatus -= 1; };
     var request = window.htmx.ajax("GET", bar.getAttribute("hx-get"), {
-      source: bar, target: bar, swap: "outerHTML",
+      source: bar, target: bar, swap: "outerHTML", headers: { "X-Babel-Live": "refresh" },
     });
     if (request && request.then) request.then(done, done); else done();
   }
@@ -184,7 +187,7 @@
             (data.percent !== undefined ? " (" + data.percent + "%)" : "") + ".";
         }
         progressLine.textContent = line || "";
-        progressLine.hidden = !line;
+        progressLine.hidden = !line || data.percent >= 100;
       }
       refreshStatus();
     }
@@ -252,7 +255,7 @@
         state.retry = Math.min(state.retry * 2, 30000);
       }
     });
-    ["draft", "draft_end", "withdrawn", "stored", "progress"].forEach(function (name) {
+    ["hello", "draft", "draft_end", "withdrawn", "stored", "progress"].forEach(function (name) {
       source.addEventListener(name, handler(name));
     });
   }
