@@ -14,6 +14,7 @@ Screenshots of the pages mid-stream (1280 and 390 px) go to ``artifacts/console/
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -163,7 +164,7 @@ def test_a_round_streams_to_each_page_only_what_it_may_read(
     def play():
         try:
             round_run(job_id=job.pk)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test thread
+        except BaseException as exc:  # reported by the test thread
             failure.append(exc)
         finally:
             connection.close()
@@ -238,7 +239,7 @@ def test_a_round_streams_to_each_page_only_what_it_may_read(
         finished = 0
         for draft in observer.seen[name].values():
             texts = [t for t, _ in draft["texts"]]
-            for before, after in zip(texts, texts[1:], strict=False):
+            for before, after in itertools.pairwise(texts):
                 assert after.startswith(before), (name, before, after)
             ended = [t for t, done in draft["texts"] if done]
             if ended:
