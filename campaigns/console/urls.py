@@ -9,6 +9,7 @@ from campaigns.console.views import (
     context,
     dashboard,
     held,
+    live,
     lore,
     memory,
     notes,
@@ -42,6 +43,7 @@ urlpatterns = [
         name="participant_remove",
     ),
     path("campaigns/<str:pk>/play/", run.play_post, name="play"),
+    path("campaigns/<str:pk>/live/", live.live_stream, name="live"),
     path("campaigns/<str:pk>/turns/", campaign.turn_post, name="turn_post"),
     path("campaigns/<str:pk>/commands/", run.command_post, name="command_post"),
     path(

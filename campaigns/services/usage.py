@@ -103,6 +103,7 @@ def model_call_complete(
     options: GenerationOptions | None = None,
     frozen_prefix: str = "",
     retry: Retry = _once,
+    on_text: Callable[[str], None] | None = None,
 ) -> Completion:
     """Call the model with its sampling settings, through the agent's cached prefix when
     there is one. A refused cached call (expired, deleted) drops the registration and is
@@ -113,7 +114,16 @@ def model_call_complete(
     message (state, digest) leads the request's contents, because a Gemini call that names
     a cache may not carry a system instruction of its own. Without it the whole system
     message is cached, and any change to it needs a new cache.
+
+    ``on_text`` (issue 25): the answer is streamed (the client's ``stream_with_usage``)
+    and each piece passed to it as the model writes; the completion is the same.
     """
+
+    def call(asked: list[Message], **extra: Any) -> Completion:
+        if on_text is not None and hasattr(client, "stream_with_usage"):
+            return client.stream_with_usage(asked, options=options, on_text=on_text, **extra)
+        return client.complete_with_usage(asked, options=options, **extra)
+
     system, conversation = split_system(messages)
     prefix = frozen_prefix if frozen_prefix and system.startswith(frozen_prefix) else system
     name = gemini_prefix_cache(
@@ -124,13 +134,11 @@ def model_call_complete(
         cached = [{"role": "user", "content": tail}] if tail else []
         cached += conversation
         try:
-            return retry(
-                lambda: client.complete_with_usage(cached, options=options, cached_content=name)
-            )
+            return retry(lambda: call(cached, cached_content=name))
         except PermanentLLMError as exc:
             log.warning("Gemini cached call refused (%s); calling without the cache", exc)
             cache.delete(_registry_key(experiment, role, client.model, prefix_hash(prefix)))
-    return retry(lambda: client.complete_with_usage(messages, options=options))
+    return retry(lambda: call(messages))
 
 
 # -- recording ---------------------------------------------------------------------------

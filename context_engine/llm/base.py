@@ -95,10 +95,24 @@ def context_length_error(message: str) -> ContextLengthError | None:
     return ContextLengthError(message, limit=limit, prompt_tokens=prompt)
 
 
+class StreamInterruptedError(LLMError):
+    """A streamed answer failed after its first chunk was passed on (issue 25). Never
+    retried — what was shown cannot be taken back by a second, different answer — so the
+    step fails and falls back as any failed call does. ``status`` is how it ended
+    (``timed_out`` when the stream stalled or overran its time, else ``failed``)."""
+
+    def __init__(self, message: str, *, status: str = "failed", text: str = ""):
+        super().__init__(message)
+        self.status = status
+        self.text = text  # what had arrived before it broke
+
+
 def call_status(exc: BaseException | None) -> str:
     """How a call ended, for the usage record: ok, timed_out, too_long or failed."""
     if exc is None:
         return "ok"
+    if isinstance(exc, StreamInterruptedError):
+        return exc.status
     if isinstance(exc, LLMTimeoutError):
         return "timed_out"
     if isinstance(exc, ContextLengthError):
@@ -240,6 +254,50 @@ def call_with_retries(
                 raise
             sleep(min(max_delay, base_delay * (2**attempt)))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+class StreamGuard:
+    """The bookkeeping every streaming client shares: pass each text piece on, keep the
+    whole text, enforce the call's time budget, and turn a failure after the first piece
+    into `StreamInterruptedError` (before it, the error stays retryable as it was).
+
+    ``seconds`` bounds the whole answer, as a plain call's timeout bounds it; a stall
+    between chunks is caught by the transport's read timeout (the same ``seconds``).
+    """
+
+    def __init__(self, *, model: str, seconds: float, on_text: Callable[[str], None] | None):
+        self.model = model
+        self.seconds = seconds
+        self.on_text = on_text
+        self.pieces: list[str] = []
+        self.started = time.monotonic()
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+    @property
+    def sent(self) -> bool:
+        return bool(self.pieces)
+
+    def piece(self, text: str | None) -> None:
+        if text:
+            self.pieces.append(text)
+            if self.on_text is not None:
+                self.on_text(text)
+        if time.monotonic() - self.started > self.seconds:
+            raise LLMTimeoutError(f"{self.model} streamed past its {self.seconds:g}s timeout")
+
+    def failed(self, exc: LLMError) -> LLMError:
+        """The error to raise for ``exc``: itself before the first piece, else interrupted."""
+        if not self.sent or isinstance(exc, StreamInterruptedError):
+            return exc
+        status = "timed_out" if isinstance(exc, LLMTimeoutError) else "failed"
+        return StreamInterruptedError(
+            f"{self.model} stream broke after {len(self.pieces)} chunks: {exc}",
+            status=status,
+            text=self.text,
+        )
 
 
 def schema_instruction(schema: dict) -> str:

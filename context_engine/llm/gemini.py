@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from google import genai
@@ -25,6 +25,7 @@ from context_engine.llm.base import (
     LLMTimeoutError,
     Message,
     PermanentLLMError,
+    StreamGuard,
     TransientLLMError,
     context_length_error,
     parse_json_object,
@@ -165,6 +166,77 @@ class GeminiClient:
         )
         return response
 
+    def stream_with_usage(
+        self,
+        messages: list[Message],
+        *,
+        on_text: Callable[[str], None] | None = None,
+        options: GenerationOptions | None = None,
+        cached_content: str | None = None,
+        timeout: float | None = None,
+    ) -> Completion:
+        """`complete_with_usage`, streamed with ``generate_content_stream`` (issue 25):
+        each chunk's text goes to ``on_text`` as it arrives; the usage metadata of the
+        last chunk is recorded. One attempt: a failure before the first chunk is
+        retryable as usual, after it `StreamInterruptedError`; the whole answer is
+        bounded by the timeout (a stall by the transport's read timeout)."""
+        config: dict[str, object] = {}
+        if options is not None and options.temperature is not None:
+            config["temperature"] = options.temperature
+        if options is not None and options.max_output_tokens is not None:
+            config["max_output_tokens"] = options.max_output_tokens
+        system, contents = _to_contents(messages)
+        if cached_content:
+            system = ""
+        seconds = self.timeout_seconds if timeout is None else timeout
+        generate_config = self._config(system, cached_content, seconds, config)
+        guard = StreamGuard(model=self.model_id, seconds=seconds, on_text=on_text)
+        last: types.GenerateContentResponse | None = None
+        usage_seen: types.GenerateContentResponse | None = None
+        stream = None
+        try:
+            with _translated_errors(seconds):
+                stream = self._client.models.generate_content_stream(
+                    model=self.model, contents=contents, config=generate_config
+                )
+                for chunk in stream:
+                    last = chunk
+                    if chunk.usage_metadata is not None:
+                        usage_seen = chunk
+                    self._check_blocked(chunk)
+                    guard.piece(_chunk_text(chunk))
+            if last is None:
+                raise InvalidOutputError("Gemini streamed no chunk.")
+        except LLMError as exc:
+            failure = guard.failed(exc)
+            report_failure(self.model_id, messages, failure, time.monotonic() - guard.started)
+            if failure is exc:
+                raise
+            raise failure from exc
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+        usage = _usage_of(usage_seen or last, cached_content)
+        report_usage(self.model_id, messages, usage, seconds=time.monotonic() - guard.started)
+        if not guard.text.strip():
+            raise InvalidOutputError("Gemini returned an empty answer.")
+        return Completion(text=guard.text, usage=usage)
+
+    @staticmethod
+    def _config(
+        system: str, cached_content: str | None, seconds: float, config: dict
+    ) -> types.GenerateContentConfig:
+        return types.GenerateContentConfig(
+            system_instruction=system or None,
+            cached_content=cached_content or None,
+            http_options=types.HttpOptions(
+                timeout=max(1, int(seconds * 1000)),
+                retry_options=types.HttpRetryOptions(attempts=1),
+            ),
+            **config,
+        )
+
     def create_cache(self, *, system: str, ttl_seconds: int, timeout: float | None = None) -> str:
         """Cache ``system`` (the frozen prefix) for ``ttl_seconds``; return the cache's name."""
         seconds = self.timeout_seconds if timeout is None else timeout
@@ -201,6 +273,18 @@ class GeminiClient:
         response = self._call(messages, timeout, cached_content=cached_content, **config)
         text = self._text_of(response)
         return Completion(text=text, usage=_usage_of(response, cached_content))
+
+    @staticmethod
+    def _check_blocked(response: types.GenerateContentResponse) -> None:
+        feedback = response.prompt_feedback
+        if feedback is not None and feedback.block_reason is not None:
+            raise PermanentLLMError(f"Gemini blocked the prompt: {feedback.block_reason}")
+        candidates = response.candidates or []
+        if candidates:
+            reason = candidates[0].finish_reason
+            name = getattr(reason, "value", reason)
+            if name in _BLOCKED_FINISH:
+                raise PermanentLLMError(f"Gemini stopped the answer: {name}")
 
     @staticmethod
     def _text_of(response: types.GenerateContentResponse) -> str:
@@ -248,6 +332,17 @@ class GeminiClient:
             max_output_tokens=max_output_tokens or MEMORY_MAX_OUTPUT_TOKENS,
         )
         return validate_json(parse_json_object(text), schema)
+
+
+def _chunk_text(chunk: types.GenerateContentResponse) -> str:
+    """The text parts of one streamed chunk (thought parts left out, as `.text` does)."""
+    pieces = []
+    for candidate in (chunk.candidates or [])[:1]:
+        content = candidate.content
+        for part in (content.parts if content is not None else None) or []:
+            if part.text and not part.thought:
+                pieces.append(part.text)
+    return "".join(pieces)
 
 
 def _usage_of(response: types.GenerateContentResponse, cached_content: str | None) -> Usage:

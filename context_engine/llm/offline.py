@@ -9,6 +9,7 @@ schema-valid answer: the first sentences of the last user message.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from context_engine.llm.base import Message, validate_json
 from context_engine.llm.usage import Completion, GenerationOptions, Usage
@@ -75,6 +76,30 @@ class OfflineClient:
         """``complete`` with usage counted by the project's token counter (nothing cached)."""
         text = self.complete(messages, timeout=timeout)
         return Completion(text=text, usage=offline_usage(messages, text))
+
+    def stream_with_usage(
+        self,
+        messages: list[Message],
+        *,
+        on_text: Callable[[str], None] | None = None,
+        options: GenerationOptions | None = None,
+        timeout: float | None = None,
+    ) -> Completion:
+        """`complete_with_usage`, its answer passed to ``on_text`` a word at a time."""
+        completion = self.complete_with_usage(messages, options=options, timeout=timeout)
+        if on_text is not None:
+            for piece in word_chunks(completion.text):
+                on_text(piece)
+        return completion
+
+
+_PIECE = re.compile(r"\s*\S+|\s+$")
+
+
+def word_chunks(text: str) -> list[str]:
+    """``text`` as a model streams it: one word a chunk, each with the space before it
+    (joined they are ``text``)."""
+    return _PIECE.findall(text)
 
 
 def offline_usage(messages: list[Message], answer: str) -> Usage:

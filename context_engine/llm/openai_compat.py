@@ -13,9 +13,12 @@ loosely.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import openai
 
@@ -26,6 +29,7 @@ from context_engine.llm.base import (
     LLMTimeoutError,
     Message,
     PermanentLLMError,
+    StreamGuard,
     TransientLLMError,
     context_length_error,
     parse_json_object,
@@ -36,16 +40,36 @@ from context_engine.llm.usage import (
     Completion,
     GenerationOptions,
     Usage,
+    count_messages,
     report_failure,
     report_usage,
 )
+from context_engine.tokens import count
 
 log = logging.getLogger(__name__)
+
+
+def _transport_errors(name: str) -> tuple[type[BaseException], ...]:
+    """The SDK runs on httpx or its fork httpx2; a stream read raises theirs directly."""
+    found: list[type[BaseException]] = []
+    for module_name in ("httpx", "httpx2"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        found.append(getattr(module, name))
+    return tuple(found)
+
+
+_TIMEOUT_ERRORS = _transport_errors("TimeoutException")
+_TRANSPORT_ERRORS = _transport_errors("TransportError")
 
 _TRANSIENT_STATUS = {408, 409, 429}
 _FORMAT_WORDS = ("json_schema", "response_format")  # a refusal of the format names it
 # (base_url, model) pairs that refused json_schema once: no second refusal per call.
 _NO_JSON_SCHEMA: set[tuple[str, str]] = set()
+# (base_url, model) pairs that refused ``stream_options`` once (older local servers).
+_NO_STREAM_USAGE: set[tuple[str, str]] = set()
 
 
 class _Refused(PermanentLLMError):
@@ -111,16 +135,22 @@ class OpenAICompatibleClient:
         """One request; SDK and transport failures → our error kinds. A timeout drops
         the connection (httpx closes it), which llama.cpp, Ollama and vLLM take as
         "stop generating"."""
-        try:
+        with self._translated(seconds, extra):
             return self._client.chat.completions.create(
                 model=self.model,
                 messages=messages,  # type: ignore[arg-type]
                 timeout=seconds,
                 **extra,  # type: ignore[arg-type]
             )
-        except openai.APITimeoutError as exc:
+
+    @contextmanager
+    def _translated(self, seconds: float, extra: dict) -> Iterator[None]:
+        """SDK and transport failures (also while a stream is read) → our error kinds."""
+        try:
+            yield
+        except (openai.APITimeoutError, *_TIMEOUT_ERRORS) as exc:
             raise LLMTimeoutError(f"{self.model_id} timed out after {seconds:g}s") from exc
-        except openai.APIConnectionError as exc:
+        except (openai.APIConnectionError, *_TRANSPORT_ERRORS) as exc:
             raise TransientLLMError(f"{self.model_id} connection failed: {exc}") from exc
         except openai.APIStatusError as exc:
             status = exc.status_code
@@ -165,6 +195,80 @@ class OpenAICompatibleClient:
             extra["max_tokens"] = options.max_output_tokens
         text, response = self._answer(list(messages), timeout, **extra)
         return Completion(text=text, usage=_usage_of(response))
+
+    def stream_with_usage(
+        self,
+        messages: list[Message],
+        *,
+        on_text: Callable[[str], None] | None = None,
+        options: GenerationOptions | None = None,
+        timeout: float | None = None,
+    ) -> Completion:
+        """`complete_with_usage`, streamed (issue 25): ``stream=True``, each text delta
+        passed to ``on_text`` as it arrives, the usage from the final chunk
+        (``stream_options.include_usage``; a server that refuses the option is asked
+        without it, and its answer counted with the project's counter). One attempt: a
+        failure before the first delta is retryable as usual, after it
+        `StreamInterruptedError`. The answer's whole time is bounded by the timeout."""
+        extra: dict[str, object] = {"stream": True}
+        if options is not None and options.temperature is not None:
+            extra["temperature"] = options.temperature
+        if options is not None and options.max_output_tokens is not None:
+            extra["max_tokens"] = options.max_output_tokens
+        server = (self.base_url, self.model)
+        if server not in _NO_STREAM_USAGE:
+            extra["stream_options"] = {"include_usage": True}
+        seconds = self.timeout_seconds if timeout is None else timeout
+        guard = StreamGuard(model=self.model_id, seconds=seconds, on_text=on_text)
+        messages = list(messages)
+        try:
+            try:
+                stream = self._send(messages, seconds, extra)
+            except PermanentLLMError as exc:
+                if "stream_options" not in extra or "stream_options" not in str(exc):
+                    raise
+                _NO_STREAM_USAGE.add(server)  # an older server: no usage chunk
+                extra.pop("stream_options")
+                stream = self._send(messages, seconds, extra)
+            usage, finish = self._read_stream(stream, guard, seconds, extra)
+        except LLMError as exc:
+            failure = guard.failed(exc)
+            report_failure(self.model_id, messages, failure, time.monotonic() - guard.started)
+            if failure is exc:
+                raise
+            raise failure from exc
+        text = guard.text
+        if usage is None:
+            usage = Usage(tokens_in=count_messages(messages), tokens_out=count(text))
+        report_usage(self.model_id, messages, usage, seconds=time.monotonic() - guard.started)
+        if finish == "content_filter":
+            raise PermanentLLMError(f"{self.model} filtered the answer (content_filter).")
+        if not text.strip():
+            raise InvalidOutputError(f"{self.model} returned an empty answer.")
+        return Completion(text=text, usage=usage)
+
+    def _read_stream(
+        self, stream, guard: StreamGuard, seconds: float, extra: dict
+    ) -> tuple[Usage | None, str | None]:
+        usage: Usage | None = None
+        finish: str | None = None
+        try:
+            with self._translated(seconds, extra):
+                for chunk in stream:
+                    if getattr(chunk, "usage", None) is not None:
+                        usage = _usage_of(chunk)
+                    for choice in getattr(chunk, "choices", None) or []:
+                        if choice.finish_reason:
+                            finish = choice.finish_reason
+                        delta = getattr(choice, "delta", None)
+                        guard.piece(getattr(delta, "content", None))
+                    if not getattr(chunk, "choices", None):
+                        guard.piece(None)  # the time budget is checked on every chunk
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()  # a timed-out stream drops its connection: the server stops
+        return usage, finish
 
     def complete(
         self,

@@ -18,6 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from context_engine.llm.base import Message, call_status
+from context_engine.tokens import count
 
 PREFIX_BLOCK_BYTES = 64
 FINGERPRINT_CHARS = 12
@@ -56,6 +57,11 @@ class GenerationOptions:
 class Completion:
     text: str
     usage: Usage
+
+
+def count_messages(messages: Sequence[Message]) -> int:
+    """Tokens of ``messages`` by the project's counter (when a server sends no usage)."""
+    return sum(count(m.get("content", "")) for m in messages)
 
 
 def prompt_bytes(messages: Sequence[Message]) -> bytes:

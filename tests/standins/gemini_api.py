@@ -17,13 +17,16 @@ Set ``cache_create_status`` to make creation fail with that HTTP status.
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import threading
 from typing import Any
 
 from tests.standins.server import RecordedRequest, StandinServer, standin_tokens
 
-_PATH = re.compile(r"^/(?P<version>v1(?:alpha|beta)?\d*)/models/(?P<model>[^/:]+):generateContent$")
+_PATH = re.compile(
+    r"^/(?P<version>v1(?:alpha|beta)?\d*)/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)$"
+)
 _MODEL = re.compile(r"^/(?P<version>v1(?:alpha|beta)?\d*)/models/(?P<model>[^/:]+)$")
 _CACHES = re.compile(r"^/(?P<version>v1(?:alpha|beta)?\d*)/cachedContents(?:/(?P<id>[^/]+))?$")
 _STATUS = {
@@ -211,6 +214,25 @@ class GeminiStandin(StandinServer):
             },
             "modelVersion": model,
         }
+
+    def wants_stream(self, path: str, data: Any) -> bool:
+        match = _PATH.match(path)
+        return bool(match and match.group("method") == "streamGenerateContent")
+
+    def stream_events(self, pieces: list[str], record: RecordedRequest, text: str) -> list[bytes]:
+        """``?alt=sse`` events: one ``GenerateContentResponse`` per piece, the last with
+        ``finishReason`` and the usage metadata (as the API sends them)."""
+        events = []
+        for number, piece in enumerate(pieces):
+            body = self.success_body(piece, record.model)
+            last = number == len(pieces) - 1
+            if last:
+                self.add_usage(body, record, text)
+            else:
+                del body["candidates"][0]["finishReason"]
+                del body["usageMetadata"]
+            events.append(b"data: " + json.dumps(body).encode() + b"\r\n\r\n")
+        return events
 
     def error_body(self, status: int, message: str) -> dict:
         return {

@@ -18,6 +18,7 @@ the same model (0 below ``cache_min_tokens``; the real service starts at 1024).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tests.standins.server import RecordedRequest, StandinServer, standin_tokens
@@ -209,6 +210,46 @@ class OpenAIStandin(StandinServer):
             ],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         }
+
+    def wants_stream(self, path: str, data: Any) -> bool:
+        return isinstance(data, dict) and data.get("stream") is True
+
+    def stream_events(self, pieces: list[str], record: RecordedRequest, text: str) -> list[bytes]:
+        """``chat.completion.chunk`` events, a final one with ``finish_reason``, the usage
+        chunk (empty ``choices``) when ``stream_options.include_usage``, then ``[DONE]``."""
+        model = record.model
+
+        def chunk(delta: dict, finish: str | None = None, **extra: Any) -> bytes:
+            body = {
+                "id": "chatcmpl-standin",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                **extra,
+            }
+            return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+        events = [chunk({"role": "assistant", "content": pieces[0]})]
+        events += [chunk({"content": piece}) for piece in pieces[1:]]
+        events.append(chunk({}, "stop"))
+        options = (record.json or {}).get("stream_options") or {}
+        if isinstance(options, dict) and options.get("include_usage"):
+            body: dict = {}
+            self.add_usage(body, record, text)
+            usage = json.dumps(
+                {
+                    "id": "chatcmpl-standin",
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": model,
+                    "choices": [],
+                    "usage": body["usage"],
+                }
+            )
+            events.append(b"data: " + usage.encode() + b"\n\n")
+        events.append(b"data: [DONE]\n\n")
+        return events
 
     def error_body(self, status: int, message: str) -> dict:
         return {

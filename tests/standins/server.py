@@ -13,11 +13,18 @@ It works outside pytest too (a Celery worker in another process only needs the U
     server.start()                          # same port again
 
 Responses close the connection (no keep-alive), so ``stop()`` really cuts off clients.
+
+Streaming (issue 25): a request that asks for a stream (OpenAI ``"stream": true``,
+Gemini ``:streamGenerateContent?alt=sse``) gets the same answer as server-sent events,
+``chunk_words`` words a chunk, ``chunk_delay`` seconds apart (``first_chunk_delay``
+before the first): a "slowly streaming" model. The provider's usage comes in the last
+chunk. ``stream_break`` sends two chunks and drops the connection.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import select
 import socket
 import threading
@@ -54,6 +61,7 @@ BEHAVIOURS = (
     "unlabelled",  # a weak model: prose with no labelled block, even when asked again
     "unlabelled_repairable",  # prose with no labels, labelled when asked to repair it
     "echo_format",  # a weak model copying the answer format it was given as its answer
+    "stream_break",  # a streamed answer cut off after its first chunks (plain: disconnect)
 )
 
 
@@ -78,6 +86,7 @@ class RecordedRequest:
     model: str = ""
     wants_json: bool = False
     schema: dict | None = field(default=None)
+    stream: bool = False
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -131,6 +140,10 @@ class StandinServer:
         # Slow answers abandoned by their client (it timed out and closed the connection),
         # with the seconds the stand-in had been "generating": the server stops there.
         self.abandoned: list[float] = []
+        # Streaming: words per chunk, seconds between chunks and before the first one.
+        self.chunk_words = 1
+        self.chunk_delay = 0.0
+        self.first_chunk_delay = 0.0
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> StandinServer:
@@ -207,6 +220,7 @@ class StandinServer:
             self._default = "ok"
             self.abandoned.clear()
         self.context_window = None
+        self.chunk_words, self.chunk_delay, self.first_chunk_delay = 1, 0.0, 0.0
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -262,6 +276,14 @@ class StandinServer:
     def success_body(self, text: str, model: str) -> dict:
         raise NotImplementedError
 
+    def wants_stream(self, path: str, data: Any) -> bool:
+        """Whether the request asks for a streamed answer."""
+        return False
+
+    def stream_events(self, pieces: list[str], record: RecordedRequest, text: str) -> list[bytes]:
+        """The SSE events (``data: …`` blocks) carrying ``pieces``, usage in the last."""
+        raise NotImplementedError
+
     def error_body(self, status: int, message: str) -> dict:
         raise NotImplementedError
 
@@ -281,6 +303,45 @@ class StandinServer:
             handler.wfile.flush()
         except OSError:
             pass  # the client gave up (timeout) before we answered
+        handler.close_connection = True
+
+    def _ok(self, handler: BaseHTTPRequestHandler, text: str, record: RecordedRequest) -> None:
+        """A good answer: one JSON body, or a stream of chunks when one was asked for."""
+        if record.stream:
+            self._stream(handler, text, record)
+        else:
+            self._send(handler, 200, self._success(text, record))
+
+    @staticmethod
+    def split_words(text: str, size: int) -> list[str]:
+        """``text`` in pieces of ``size`` words, whitespace kept (joined they are ``text``)."""
+        tokens = re.findall(r"\S+\s*|\s+", text)
+        size = max(1, size)
+        return ["".join(tokens[i : i + size]) for i in range(0, len(tokens), size)] or [""]
+
+    def _stream(
+        self, handler: BaseHTTPRequestHandler, text: str, record: RecordedRequest, *, cut: int = 0
+    ) -> None:
+        pieces = self.split_words(text, self.chunk_words)
+        events = self.stream_events(pieces, record, text)
+        try:
+            handler.send_response(200)
+            handler.send_header("Content-Type", "text/event-stream")
+            handler.send_header("Cache-Control", "no-cache")
+            if cut:  # promise the whole body, send part of it: the client sees a broken read
+                handler.send_header("Content-Length", str(sum(len(e) for e in events)))
+                events = events[:cut]
+            handler.send_header("Connection", "close")
+            handler.end_headers()
+            handler.wfile.flush()
+            for number, event in enumerate(events):
+                delay = self.first_chunk_delay if number == 0 else self.chunk_delay
+                if delay and self._wait_or_abandoned(handler, delay):
+                    break
+                handler.wfile.write(event)
+                handler.wfile.flush()
+        except OSError:
+            pass  # the client went away mid-stream
         handler.close_connection = True
 
     def _success(self, text: str, record: RecordedRequest) -> dict:
@@ -322,6 +383,7 @@ class StandinServer:
         if isinstance(data, dict):
             record.prompt = self.prompt_of(data)
             record.wants_json, record.schema = self.json_request(data)
+        record.stream = self.wants_stream(path, data)
         with self._lock:
             self._requests.append(record)
         if model is None:
@@ -375,7 +437,7 @@ class StandinServer:
                 message = behaviour.text or f"scripted HTTP {behaviour.status}"
                 self._send(handler, behaviour.status, self.error_body(behaviour.status, message))
             else:
-                self._send(handler, 200, self._success(behaviour.text or "", record))
+                self._ok(handler, behaviour.text or "", record)
             return
         if behaviour == "429":
             self._send(handler, 429, self.error_body(429, "Resource exhausted (stand-in)."))
@@ -395,7 +457,12 @@ class StandinServer:
         elif behaviour == "slow":
             if self._wait_or_abandoned(handler, self.slow_seconds):
                 return  # the client gave up (or we stopped): generation stops here
-            self._send(handler, 200, self._success(self._answer_text(record, "ok"), record))
+            self._ok(handler, self._answer_text(record, "ok"), record)
+        elif behaviour == "stream_break":
+            if record.stream:
+                self._stream(handler, self._answer_text(record, "ok"), record, cut=2)
+            else:
+                handler.close_connection = True
         else:  # ok, malformed_json, missing_heading
             text = self._answer_text(record, behaviour)
-            self._send(handler, 200, self._success(text, record))
+            self._ok(handler, text, record)

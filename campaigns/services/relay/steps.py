@@ -27,6 +27,7 @@ from campaigns.services.relay.common import (
     _update_job,
 )
 from campaigns.services.relay.fitting import TooLong, fitted_answer
+from campaigns.services.relay.streaming import StepStream, publish_progress
 from campaigns.services.relay_tools import answer_with_memory
 from campaigns.services.turns import turn_create
 from campaigns.services.usage import (
@@ -46,6 +47,7 @@ from context_engine.llm import (
     is_offline,
     offline_usage,
 )
+from context_engine.llm.offline import word_chunks
 from context_engine.relay import (
     ANSWER,
     OfflineAgent,
@@ -103,6 +105,9 @@ class _Steps:
     # progress ---------------------------------------------------------------------
     def _report(self, percent: int, message: str, **fields) -> None:
         _update_job(self.job.pk, progress=percent, message=message, **fields)
+        publish_progress(
+            experiment_id=self.experiment.pk, round_=self.round, percent=percent, message=message
+        )
         if self.callback is not None:
             self.callback(percent, message)
 
@@ -142,6 +147,7 @@ class _Steps:
                 )
                 row.turns = write() if write is not None else []
                 row.save(update_fields=["turns"])
+                self._committed = list(row.turns)
                 self.result["steps"].append(row.as_result())
                 try:
                     _update_job(self.job.pk, result=self.result)
@@ -165,11 +171,18 @@ class _Steps:
                 step, participant, RoundStep.Status.SKIPPED, reason="no whispers to answer"
             )
             return
+        self._streams: list[StepStream] = []
+        self._committed: list[int] = []
         try:
             parsed, outcome = self._ask(step, participant)
             self._store(step, participant, parsed, outcome)
         except _StepFailed as exc:
+            for stream in self._streams:
+                stream.withdraw()
             self._store_failure(step, participant, str(exc))
+        else:  # the stored turns replace the drafts of the answer that made them
+            for stream in self._streams:
+                stream.stored(self._committed)
 
     def _ask(self, step: Step, participant: Participant) -> tuple[list[ParsedTurn], _Outcome]:
         """Build the pack (fitted to the model's window), call the model (with retries;
@@ -290,9 +303,13 @@ class _Steps:
             model=participant.model,
             messages=messages,
         )
+        stream = self._stream(step, participant)
         if is_offline(client):
             tools = bool((self.experiment.config or {}).get("offline_agent_tools"))
             text = OfflineAgent(tools=tools).respond(pack, step, looked_up=looked_up)
+            for piece in word_chunks(text):  # the offline agent "writes" a word at a time
+                stream.on_text(piece)
+            stream.finish()
             record(key=key, usage=offline_usage(messages, text))
             return text
         retry = partial(
@@ -313,8 +330,10 @@ class _Steps:
                 options=call_options(participant, window),
                 frozen_prefix=frozen_prefix(pack),
                 retry=retry,
+                on_text=stream.on_text,
             )
         except LLMError as exc:
+            stream.withdraw()
             status = call_status(exc)
             record(
                 key=f"{key}:{status}",
@@ -326,6 +345,7 @@ class _Steps:
             if isinstance(exc, ContextLengthError):
                 raise TooLong(exc, pack) from exc
             raise _StepFailed(f"{type(exc).__name__}: {_describe(exc)}") from exc
+        stream.finish()
         record(
             key=key,
             usage=completion.usage,
@@ -333,6 +353,26 @@ class _Steps:
             seconds=time.monotonic() - started,
         )
         return completion.text
+
+    def _stream(self, step: Step, participant: Participant) -> StepStream:
+        """The live drafts of one call's answer; an earlier call's in this step (a memory
+        lookup, a refit, a repair) are withdrawn: this answer replaces them."""
+        streams = getattr(self, "_streams", None)
+        if streams is None:
+            streams = self._streams = []
+        for earlier in streams:
+            earlier.withdraw()
+        streams.clear()
+        stream = StepStream(
+            experiment=self.experiment,
+            round_=self.round,
+            step=step.kind,
+            participant=participant,
+            roles=self.roles,
+            dm_roles=self.dm_roles,
+        )
+        streams.append(stream)
+        return stream
 
     def _clip(self, content: str) -> str:
         """Content over the experiment's limit is cut, saying so (never a failed write)."""
