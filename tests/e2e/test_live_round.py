@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
+from playwright.sync_api import expect
 
 from campaigns.models import Job, Turn
 from campaigns.services.relay import round_create, round_run
@@ -42,16 +43,22 @@ NARRATION = (
 )
 THORIN = (
     "PUBLIC: Thorin wades toward the door with his lantern held high above the water.\n"
-    "WHISPER to DM: Quentaril draught under the door, can I feel it?"
+    "WHISPER to DM: Quentaril draught under the door, can I feel it on my face when I kneel "
+    "beside the hinges and hold the lantern low against the swollen wood?"
 )
 CASSIA = (
     "PUBLIC: Cassia stays on the pier and counts the bells under her breath.\n"
-    "WHISPER to DM: Vexholme roofs, is anyone watching from them?"
+    "WHISPER to DM: Vexholme roofs, is anyone watching from them while I pretend to count "
+    "the bells and keep my hood pulled low against the salt wind?"
 )
 ANSWERS = (
-    "WHISPER to Thorin: Yes, a cold Quentaril draught rises from somewhere below.\n"
-    "WHISPER to Cassia: Two Geometers crouch on the Vexholme roofs."
+    "WHISPER to Thorin: Yes, a cold Quentaril draught rises from somewhere below, and it "
+    "smells of wet stone, old candle wax and something that has not seen daylight.\n"
+    "WHISPER to Cassia: Two Geometers crouch on the Vexholme roofs, their brass lenses "
+    "turning slowly toward the pier every time the bell tower rings."
 )
+# (Whispers are long enough to be seen growing: the output guard holds back a guarded
+# part's last seven words until it has seen what follows them.)
 SECRETS = {
     # words only some pages may ever show
     "gm_note": "Zorbelhaven",
@@ -64,6 +71,15 @@ DRAFTS_JS = """() => Array.from(document.querySelectorAll('#live-drafts li.draft
   text: li.querySelector('.draft-text').textContent,
   ended: li.classList.contains('draft-ended') || li.classList.contains('draft-stored'),
 }))"""
+
+
+@pytest.fixture
+def contexts(browser, asgi_server):
+    """Browser contexts, closed before the server stops (their streams end with them)."""
+    opened: list = []
+    yield opened
+    for context in opened:
+        context.close()
 
 
 def _sign_in(browser, server, username):
@@ -121,7 +137,7 @@ def _shot(page, name):
 
 
 def test_a_round_streams_to_each_page_only_what_it_may_read(
-    browser, asgi_server, openai_standin, settings
+    browser, asgi_server, contexts, openai_standin, settings
 ):
     settings.OPENAI_BASE_URL = openai_standin.base_url
     settings.BABEL_LLM_RETRY_BASE_DELAY = 0.01
@@ -142,7 +158,7 @@ def test_a_round_streams_to_each_page_only_what_it_may_read(
     openai_standin.script([Reply(NARRATION), Reply(THORIN), Reply(CASSIA), Reply(ANSWERS)])
 
     url = f"{asgi_server.url}/campaigns/{experiment.pk}/"
-    contexts, pages = [], {}
+    pages = {}
     for name, user in (("dm", owner), ("thorin", thorin), ("cassia", cassia)):
         context, page = _sign_in(browser, asgi_server, user.username)
         contexts.append(context)
@@ -203,9 +219,7 @@ def test_a_round_streams_to_each_page_only_what_it_may_read(
     last_public = [turn for turn in turns if turn.visibility is None][-1]
     for page in pages.values():  # the stored turns replace the drafts
         page.locator("#timeline li.turn", has_text=last_public.content[:40]).wait_for()
-        page.wait_for_function(
-            "document.querySelectorAll('#live-drafts li.draft').length === 0", timeout=20_000
-        )
+        expect(page.locator("#live-drafts li.draft")).to_have_count(0, timeout=20_000)
         for name in pages:
             observer.look(name)
 
@@ -223,7 +237,7 @@ def test_a_round_streams_to_each_page_only_what_it_may_read(
         assert (other, "whisper") not in kinds and ("DM", "gm_note") not in kinds
         assert ("DM", "whisper") in kinds  # the DM's answer to them
         assert any(d["kind"] == "narrative" for d in observer.growing(name, "DM"))
-        assert any(d["kind"] == "whisper" for d in observer.growing(name, own))
+        assert any(d["kind"] == "whisper" for d in observer.growing(name, own)), observer.seen[name]
         hidden = [SECRETS["gm_note"], SECRETS[f"{other.lower()}_whisper"]]
         for text in observer.page_text[name]:
             assert not any(word in text for word in hidden), text
@@ -252,5 +266,3 @@ def test_a_round_streams_to_each_page_only_what_it_may_read(
     for name, headers in bar_requests.items():
         assert headers, name
         assert set(headers) == {"refresh"}, (name, headers)
-    for context in contexts:
-        context.close()

@@ -41,6 +41,7 @@ import time
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connection
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpResponse, HttpResponseNotAllowed, StreamingHttpResponse
 
@@ -56,10 +57,19 @@ def _max_seconds() -> float:
 
 
 def _subscription(request, pk) -> tuple[int, list[str]]:
-    """The campaign and the viewer's channels (404/403 as every console page)."""
-    access = console_access.experiment_for(request, pk)
-    viewer, _as_role = console_access.viewer_for(request, access)
-    return access.experiment.pk, selectors.audiences_for_viewer(viewer)
+    """The campaign and the viewer's channels (404/403 as every console page).
+
+    The stream may stay open for many minutes and reads no database after this: the
+    connection this request's thread opened (for the session, the user and this) is given
+    back now — to the pool under ASGI — not when the response ends, or every open page
+    would hold one and a few pages would use up the pool."""
+    try:
+        access = console_access.experiment_for(request, pk)
+        viewer, _as_role = console_access.viewer_for(request, access)
+        return access.experiment.pk, selectors.audiences_for_viewer(viewer)
+    finally:
+        if not connection.in_atomic_block:  # inside a test's transaction: keep it
+            connection.close()
 
 
 def _frame(event: str, data: dict, event_id: str) -> bytes:
