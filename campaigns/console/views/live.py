@@ -41,8 +41,8 @@ import time
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import connection
 from django.core.handlers.asgi import ASGIRequest
+from django.db import connection
 from django.http import HttpResponse, HttpResponseNotAllowed, StreamingHttpResponse
 
 from campaigns.console import access as console_access
