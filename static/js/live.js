@@ -33,11 +33,7 @@
   var stateBadge = document.getElementById("live-state");
   var progressLine = document.getElementById("live-progress");
   var kinds = {};
-  try {
-    JSON.parse(document.getElementById("turn-kinds").textContent).forEach(function (pair) {
-      kinds[pair[0]] = pair[1];
-    });
-  } catch (e) { /* labels fall back to the raw kind */ }
+  try { kinds = JSON.parse(root.getAttribute("data-kinds") || "{}"); } catch (e) { /* raw kinds */ }
 
   var STORE_KEY = "babel-live:" + baseUrl;
   var KEEP_MS = 10 * 60 * 1000; // a reload within this time resumes where the page was

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -229,6 +230,7 @@ def _live(access, as_role: str) -> dict:
     return {
         "live_url": path + (f"?{urlencode({'as': as_role})}" if as_role else ""),
         "inspect_roles": ",".join(inspect_roles),
+        "kind_labels": json.dumps({value: str(label) for value, label in Turn.Kind.choices}),
     }
 
 
