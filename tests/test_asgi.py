@@ -120,3 +120,60 @@ def test_the_asgi_server_answers_a_page_and_a_static_file(server_kind, tmp_path)
     output = log.read_text()
     assert SYNC_ITERATOR_WARNING not in output, output
     assert "Traceback" not in output, output
+
+
+@pytest.mark.django_db(transaction=True)
+def test_open_live_streams_hold_no_database_connection(tmp_path, settings):
+    """Under ASGI the connections come from a pool (here two per process). Four open live
+    streams must not hold them: each gives its connection back before streaming, so a page
+    asked for afterwards is answered (an exhausted pool would keep it waiting 20 s, then
+    fail)."""
+    from django.test import Client
+
+    from tests.factories import make_experiment, make_user
+    from tests.services import database_is_postgres, unavailable
+
+    if not database_is_postgres():
+        unavailable("the connection pool is PostgreSQL's (DATABASE_URL=postgres://...)")
+    owner = make_user("pool_owner")
+    experiment = make_experiment(owner=owner)
+    client = Client()
+    client.force_login(owner)
+    cookie = f"sessionid={client.cookies['sessionid'].value}"
+    db = settings.DATABASES["default"]  # the test database, which the server shares
+    url = (
+        f"postgres://{db['USER']}:{db.get('PASSWORD') or ''}@{db['HOST'] or '127.0.0.1'}:"
+        f"{db['PORT'] or 5432}/{db['NAME']}"
+    )
+    port = _free_port()
+    command, extra = COMMANDS["gunicorn + uvicorn workers"](port)
+    env = {
+        **_environment(tmp_path, **extra),
+        "DATABASE_URL": url,
+        "BABEL_PG_POOL_SIZE": "2",
+        "DJANGO_SECRET_KEY": settings.SECRET_KEY,  # the session was signed with it
+    }
+    server, base, log = _serve(command, env, port, tmp_path)
+    streams = []
+    try:
+        for _ in range(4):
+            stream = socket.create_connection(("127.0.0.1", port), timeout=10)
+            stream.sendall(
+                f"GET /campaigns/{experiment.pk}/live/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                f"Accept: text/event-stream\r\nCookie: {cookie}\r\n\r\n".encode()
+            )
+            received = b""
+            while b"event: hello" not in received:
+                chunk = stream.recv(4096)
+                assert chunk, received
+                received += chunk
+            assert received.startswith(b"HTTP/1.1 200"), received[:200]
+            streams.append(stream)
+        status, _, body = _get(f"{base}/campaigns/{experiment.pk}/", Cookie=cookie)
+        assert status == 200, body[:500]
+        assert experiment.name.encode() in body
+    finally:
+        for stream in streams:
+            stream.close()
+        _stop(server)
+    assert "PoolTimeout" not in log.read_text()
