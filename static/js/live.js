@@ -174,6 +174,12 @@
       // Filtered out of this timeline (or the refresh failed): it still goes.
       window.setTimeout(function () { if (state.drafts[id] && state.drafts[id].stored) remove(id); }, 15000);
     } else if (name === "progress") {
+      // The owner reads the same step on two channels, with and without its message, in
+      // either order: the plain copy never replaces the message.
+      var last = state.progress;
+      if (!data.message && last && last.message && last.round === data.round &&
+          last.percent === data.percent) return;
+      state.progress = data;
       var round = document.getElementById("current-round");
       if (round && data.round !== undefined && data.round !== null) round.textContent = String(data.round);
       if (progressLine) {
