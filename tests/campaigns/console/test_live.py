@@ -170,3 +170,25 @@ def test_who_may_open_the_stream(table, owner, player, stranger, client):
     hello = parse_frames(read_live(response))[0]
     assert hello.event == "hello" and len(hello.id.split(",")) == 2  # public + Thorin's own
     assert client.post(f"/campaigns/{table.pk}/live/").status_code == 405
+
+
+def test_under_asgi_the_stream_is_served_by_the_event_loop(
+    table, owner, player, gemini_standin, django_capture_on_commit_callbacks
+):
+    from asgiref.sync import async_to_sync
+    from django.test import AsyncClient
+
+    gemini_standin.script([Reply(DM_NARRATION), Reply(THORIN_ACTS), Reply(CASSIA_ACTS)])
+    gemini_standin.script([Reply(DM_ANSWERS)])
+    client = AsyncClient()
+    client.force_login(player)
+    response = async_to_sync(client.get)(f"/campaigns/{table.pk}/live/")
+    assert response.is_async  # an async generator, not a thread per connection
+    play(table, owner, django_capture_on_commit_callbacks)
+
+    async def read() -> bytes:
+        return b"".join([chunk async for chunk in response.streaming_content])
+
+    frames = parse_frames(async_to_sync(read)())
+    assert "Can I feel a draught under the door?" in texts(frames)
+    assert "Let him go first." not in texts(frames)
