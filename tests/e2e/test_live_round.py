@@ -266,3 +266,42 @@ def test_a_round_streams_to_each_page_only_what_it_may_read(
     for name, headers in bar_requests.items():
         assert headers, name
         assert set(headers) == {"refresh"}, (name, headers)
+
+
+def test_the_round_bar_polls_while_the_stream_is_down_and_not_while_it_is_up(
+    browser, asgi_server, contexts, settings
+):
+    owner = make_user("live_poll_owner")
+    player = make_user("live_poll_thorin")
+    experiment = make_experiment(owner=owner, roles=("DM", "Thorin", "Cassia"))
+    experiment.participants.update(model="offline")
+    experiment.participants.filter(role="Thorin").update(user=player)
+    round_create(experiment=experiment, user=owner)  # an active round: the bar polls every 4 s
+    context, page = _sign_in(browser, asgi_server, player.username)
+    contexts.append(context)
+    polls: list[tuple[float, str | None]] = []
+    page.on(
+        "request",
+        lambda request: (
+            "part=round_status" in request.url
+            and polls.append((time.monotonic(), request.headers.get("x-babel-live")))
+        ),
+    )
+    _watch(page, f"{asgi_server.url}/campaigns/{experiment.pk}/")
+
+    # The stream goes down (the endpoint is unreachable): the 4-second poll takes over.
+    page.route("**/live/**", lambda route: route.abort())
+    page.evaluate("window.babelLive.reconnect()")
+    page.locator("#live-state", has_text="reconnecting").wait_for()
+    down = time.monotonic()
+    expect(page.locator("#live-state")).to_have_text("reconnecting…")
+    page.wait_for_timeout(9_000)
+    assert [at for at, header in polls if at > down and header is None], polls
+
+    # Back up: the poll is silent again.
+    page.unroute("**/live/**")
+    page.locator("#live-state", has_text="live").wait_for(timeout=40_000)
+    up = time.monotonic()
+    page.wait_for_timeout(9_000)
+    assert not [at for at, header in polls if at > up and header is None], (
+        polls, up, page.evaluate("[window.babelLive.open, window.babelLive.log, Date.now()]"), page.locator("#live-state").inner_text())
