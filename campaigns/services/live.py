@@ -84,7 +84,10 @@ class RedisBroker:
         import redis
 
         self.url = url
-        self._redis = redis.Redis.from_url(url)
+        # Publishing is bounded (a hung Redis must not hold a round up for long); a
+        # blocking XREAD has its own bound (``block``), which the socket must outlast.
+        self._redis = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+        self._reader = redis.Redis.from_url(url, socket_timeout=None, socket_connect_timeout=5)
         self._async: dict[int, Any] = {}  # per event loop (id), an asyncio client
 
     def key(self, campaign_id: int, channel: str) -> str:
@@ -125,7 +128,7 @@ class RedisBroker:
         return {self.key(campaign_id, ch): pos for ch, pos in positions.items()}
 
     def read(self, campaign_id: int, positions: dict[str, str], timeout: float) -> list[Event]:
-        answer = self._redis.xread(
+        answer = self._reader.xread(
             self._streams(campaign_id, positions), count=500, block=max(1, int(timeout * 1000))
         )
         return self._events(campaign_id, answer)
@@ -145,11 +148,14 @@ class RedisBroker:
         loop = id(asyncio.get_running_loop())
         client = self._async.get(loop)
         if client is None:
-            client = self._async[loop] = aredis.Redis.from_url(self.url)
+            client = self._async[loop] = aredis.Redis.from_url(
+                self.url, socket_timeout=None, socket_connect_timeout=5
+            )
         return client
 
     def close(self) -> None:
         self._redis.close()
+        self._reader.close()
 
 
 class LocalBroker:

@@ -144,6 +144,7 @@ class StandinServer:
         self.chunk_words = 1
         self.chunk_delay = 0.0
         self.first_chunk_delay = 0.0
+        self.chunk_times: list[float] = []  # time.monotonic() as each chunk was sent
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> StandinServer:
@@ -221,6 +222,7 @@ class StandinServer:
             self.abandoned.clear()
         self.context_window = None
         self.chunk_words, self.chunk_delay, self.first_chunk_delay = 1, 0.0, 0.0
+        self.chunk_times.clear()
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -340,6 +342,8 @@ class StandinServer:
                     break
                 handler.wfile.write(event)
                 handler.wfile.flush()
+                with self._lock:
+                    self.chunk_times.append(time.monotonic())
         except OSError:
             pass  # the client went away mid-stream
         handler.close_connection = True

@@ -57,18 +57,16 @@ def _max_seconds() -> float:
 
 
 def _subscription(request, pk) -> tuple[int, list[str]]:
-    """The campaign and the viewer's channels (404/403 as every console page).
-
-    The stream may stay open for many minutes and reads no database after this: the
-    connection this request's thread opened (for the session, the user and this) is given
-    back now — to the pool under ASGI — not when the response ends, or every open page
-    would hold one and a few pages would use up the pool."""
+    """The campaign and the viewer's channels (404/403 as every console page)."""
     try:
         access = console_access.experiment_for(request, pk)
         viewer, _as_role = console_access.viewer_for(request, access)
         return access.experiment.pk, selectors.audiences_for_viewer(viewer)
     finally:
-        if not connection.in_atomic_block:  # inside a test's transaction: keep it
+        # The stream reads no more rows: a connection held for its whole life (minutes)
+        # would be one database connection per open page. (Inside a test's transaction
+        # the connection is the test's own and stays.)
+        if not connection.in_atomic_block:
             connection.close()
 
 
