@@ -133,7 +133,6 @@
     if (state.open && source && source.id === "round-status" && state.allowStatus <= 0) {
       event.preventDefault();
     }
-    (state.log = state.log || []).push([Date.now(), source && source.id, state.open, state.allowStatus, event.defaultPrevented]);
   });
 
   // A re-rendered timeline holds the stored turns: their drafts go.
