@@ -1,9 +1,11 @@
 // Babel: watch a round live (issue 25). The campaign page subscribes to its SSE endpoint
 // (`data-live-url` on #live; a view-as page passes the same ?as=) and shows each agent's
 // answer growing in place, with who is writing; a stored answer replaces its draft when the
-// timeline is re-rendered. While the stream is open, the round bar's 4-second poll is
-// suspended (the markup keeps it: it is the no-JavaScript path, and it resumes whenever the
-// stream is down); the bar is refreshed when the stream says something moved instead.
+// timeline is re-rendered. While the stream is open, the round bar's 4-second poll gives
+// way to it: the bar is refreshed when the stream says something moved, and checked at the
+// idle pace (every 15 s) for what the stream does not carry — a human's post, a round now
+// waiting for a human. The markup keeps the poll: it is the no-JavaScript path, and it
+// runs at its own pace again whenever the stream is down.
 //
 // Events (server side: campaigns/console/views/live.py):
 //   hello     {}                  first on every connection: an id to resume from
@@ -43,6 +45,7 @@
     lastId: "",
     drafts: {}, // draft_id → {round, step, speaker, kind, text, seq, ended, stored, gap}
     allowStatus: 0, // round-bar requests this script asked for itself
+    lastCheck: 0, // when the round bar last asked the server (poll or refresh)
     retry: 1000,
     events: 0, // events applied (tests read it)
   };
@@ -126,13 +129,18 @@
     if (request && request.then) request.then(done, done); else done();
   }
 
-  // The round bar's poll is suspended while the stream is open (and answers every request
-  // this script makes itself).
+  // While the stream is open the round bar's poll runs at the idle pace at most (the
+  // requests this script makes itself always go).
+  var IDLE_CHECK_MS = 15000;
   document.addEventListener("htmx:beforeRequest", function (event) {
     var source = event.detail && event.detail.elt;
-    if (state.open && source && source.id === "round-status" && state.allowStatus <= 0) {
+    if (!source || source.id !== "round-status") return;
+    var now = Date.now();
+    if (state.open && state.allowStatus <= 0 && now - state.lastCheck < IDLE_CHECK_MS) {
       event.preventDefault();
+      return;
     }
+    state.lastCheck = now;
   });
 
   // A re-rendered timeline holds the stored turns: their drafts go.
