@@ -98,6 +98,7 @@
       block.appendChild(body);
       list.appendChild(block);
       root.hidden = false;
+      syncJump();
     }
     block.querySelector(".draft-text").textContent = d.text;
     var badge = block.querySelector(".live-badge");
@@ -115,6 +116,23 @@
     if (block) block.remove();
     delete state.drafts[id];
     if (!list.children.length) root.hidden = true;
+    syncJump();
+  }
+
+  // On a narrow screen the round bar sits above the timeline: it links down to the drafts.
+  var jump = null;
+  function syncJump() {
+    if (!progressLine) return;
+    if (!jump) {
+      jump = el("a", "live-jump", "watch it ↓");
+      jump.href = "#live";
+    }
+    if (root.hidden) {
+      if (jump.parentNode) jump.remove();
+    } else if (!jump.parentNode && !progressLine.hidden) {
+      progressLine.appendChild(document.createTextNode(" "));
+      progressLine.appendChild(jump);
+    }
   }
 
   // --- the round bar ------------------------------------------------------------------
@@ -198,6 +216,8 @@
         }
         progressLine.textContent = line || "";
         progressLine.hidden = !line || data.percent >= 100;
+        if (jump) jump.remove();
+        syncJump();
       }
       refreshStatus();
     }

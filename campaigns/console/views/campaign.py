@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.handlers.asgi import ASGIRequest
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import Resolver404, resolve, reverse
@@ -207,14 +208,20 @@ def _context(request, access, viewer, as_role, *, form=None, params=None, memory
         query["as"] = as_role
     ctx["self_url"] = reverse("console:campaign", args=[access.experiment.pk])
     ctx["query"] = urlencode(query)
-    ctx.update(_live(access, as_role))
+    ctx.update(_live(request, access, as_role))
     return ctx
 
 
-def _live(access, as_role: str) -> dict:
+def _live(request, access, as_role: str) -> dict:
     """The page's live stream (static/js/live.js): the campaign's SSE endpoint, asked with
     the same ``as`` as the page, and whose inspector a draft may link to (the roles this
-    user may inspect, as the inspector itself decides)."""
+    user may inspect, as the inspector itself decides).
+
+    Only where the site is served by ASGI: under WSGI (``runserver``, a sync gunicorn, the
+    tests' live server) an open stream would hold a server thread for its whole life, so
+    those pages keep the round bar's poll alone."""
+    if not isinstance(request, ASGIRequest):
+        return {"live_url": ""}
     path = f"/campaigns/{access.experiment.pk}/live/"
     try:
         resolve(path)
