@@ -217,6 +217,11 @@ CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_TIME_LIMIT = _int("CELERY_TASK_TIME_LIMIT", 300, minimum=1)
 CELERY_TASK_SOFT_TIME_LIMIT = max(1, CELERY_TASK_TIME_LIMIT - 30)
+
+# --- Live streaming (issue 25): Redis keys of the live channels, and how long one SSE
+# connection lasts before the browser reconnects (resuming where it was).
+BABEL_LIVE_PREFIX = env.str("BABEL_LIVE_PREFIX", default="babel:live")
+BABEL_LIVE_MAX_SECONDS = _int("BABEL_LIVE_MAX_SECONDS", 600, minimum=1)
 CELERY_TASK_TRACK_STARTED = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

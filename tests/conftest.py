@@ -50,6 +50,15 @@ def _fresh_cache(settings):
     AxesProxyHandler.implementation = None
 
 
+@pytest.fixture(autouse=True)
+def _fresh_live_channels(settings, monkeypatch):
+    """Each test's live channels are its own (campaign ids repeat across runs and rolled-
+    back tests): a key prefix of its own, also for the worker processes it starts."""
+    prefix = f"babel:live:test-{uuid.uuid4().hex}"
+    settings.BABEL_LIVE_PREFIX = prefix
+    monkeypatch.setenv("BABEL_LIVE_PREFIX", prefix)
+
+
 @pytest.fixture
 def owner(db):
     return make_user("owner")

@@ -8,7 +8,7 @@ decided in the same place as for every other read. This module only moves events
 Two brokers behind one small interface:
 
 - `RedisBroker` (``REDIS_URL`` set): each channel is a Redis stream
-  ``babel:live:<campaign>:<channel>``, capped at `BACKLOG` entries (``XADD MAXLEN ~``)
+  ``<BABEL_LIVE_PREFIX>:<campaign>:<channel>``, capped at `BACKLOG` entries (``XADD MAXLEN ~``)
   and expiring a day after its last event. A stream is a pub/sub with a backlog: a
   reader blocks on ``XREAD`` for all its channels at once from the positions it has
   seen, so a reconnect that says where it was resumes with nothing lost and nothing
@@ -43,7 +43,11 @@ log = logging.getLogger(__name__)
 
 BACKLOG = 5000  # events kept per channel for resuming readers
 TTL_SECONDS = 24 * 3600
-_PREFIX = "babel:live"
+
+
+def _prefix() -> str:
+    """The channels' namespace (``BABEL_LIVE_PREFIX``; each test run has its own)."""
+    return settings.BABEL_LIVE_PREFIX
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,7 @@ class RedisBroker:
         self._async: dict[int, Any] = {}  # per event loop (id), an asyncio client
 
     def key(self, campaign_id: int, channel: str) -> str:
-        return f"{_PREFIX}:{campaign_id}:{channel}"
+        return f"{_prefix()}:{campaign_id}:{channel}"
 
     def publish(self, campaign_id: int, channels: Iterable[str], event: str, data: dict) -> None:
         payload = {"e": event, "d": json.dumps(data, separators=(",", ":"))}
@@ -112,8 +116,12 @@ class RedisBroker:
             for channel, rows in zip(channels, found, strict=True)
         }
 
+    def backlog(self, campaign_id: int, channel: str, count: int) -> list[Event]:
+        rows = self._redis.xrevrange(self.key(campaign_id, channel), count=count)
+        return self._events(campaign_id, [(self.key(campaign_id, channel), rows[::-1])])
+
     def _events(self, campaign_id: int, answer: Any) -> list[Event]:
-        prefix = f"{_PREFIX}:{campaign_id}:"
+        prefix = f"{_prefix()}:{campaign_id}:"
         events = []
         for key, rows in answer or []:
             channel = _decode(key).removeprefix(prefix)
@@ -162,31 +170,37 @@ class LocalBroker:
     """Channels in this process's memory (Celery eager, no Redis): same contract."""
 
     def __init__(self, backlog: int = BACKLOG):
-        self.backlog = backlog
-        self._channels: dict[tuple[int, str], deque[Event]] = {}
-        self._counters: dict[tuple[int, str], int] = {}
+        self.size = backlog
+        self._channels: dict[tuple[str, int, str], deque[Event]] = {}
+        self._counters: dict[tuple[str, int, str], int] = {}
         self._changed = threading.Condition()
 
     def publish(self, campaign_id: int, channels: Iterable[str], event: str, data: dict) -> None:
         data = json.loads(json.dumps(data))  # what a reader gets is a copy, as from Redis
         with self._changed:
             for channel in channels:
-                slot = (campaign_id, channel)
+                slot = (_prefix(), campaign_id, channel)
                 number = self._counters.get(slot, 0) + 1
                 self._counters[slot] = number
-                queue = self._channels.setdefault(slot, deque(maxlen=self.backlog))
+                queue = self._channels.setdefault(slot, deque(maxlen=self.size))
                 queue.append(Event(channel, f"{number}-0", event, data))
             self._changed.notify_all()
 
     def heads(self, campaign_id: int, channels: list[str]) -> dict[str, str]:
         with self._changed:
-            return {ch: f"{self._counters.get((campaign_id, ch), 0)}-0" for ch in channels}
+            return {
+                ch: f"{self._counters.get((_prefix(), campaign_id, ch), 0)}-0" for ch in channels
+            }
+
+    def backlog(self, campaign_id: int, channel: str, count: int) -> list[Event]:
+        with self._changed:
+            return list(self._channels.get((_prefix(), campaign_id, channel), ()))[-count:]
 
     def _after(self, campaign_id: int, positions: dict[str, str]) -> list[Event]:
         events = []
         for channel, position in positions.items():
             seen = _number(position)
-            for item in self._channels.get((campaign_id, channel), ()):
+            for item in self._channels.get((_prefix(), campaign_id, channel), ()):
                 if _number(item.id) > seen:
                     events.append(item)
         return events
@@ -250,6 +264,39 @@ def publish(campaign_id: int, channels: Iterable[str], event: str, data: dict) -
         broker().publish(campaign_id, channels, event, data)
     except Exception:
         log.exception("live event %s for campaign %s not published", event, campaign_id)
+
+
+# -- where a reader starts ------------------------------------------------------------------
+
+OPEN_DRAFT_SCAN = 500  # events of each channel looked at for drafts still being written
+_CLOSING = ("stored", "withdrawn")
+
+
+def start_positions(broker: Broker, campaign_id: int, channels: list[str]) -> dict[str, str]:
+    """Where a fresh reader (no ``Last-Event-ID``) starts in each channel: just before the
+    first event of a draft still open there (not yet stored or withdrawn), so a page
+    opened mid-answer gets that answer from its first word; else after the newest event.
+    Only the newest `OPEN_DRAFT_SCAN` events count (a draft whose step died is forgotten)."""
+    positions = {}
+    for channel in channels:
+        events = broker.backlog(campaign_id, channel, OPEN_DRAFT_SCAN)
+        closed = {e.data.get("draft_id") for e in events if e.event in _CLOSING}
+        start = events[-1].id if events else "0-0"
+        for event in events:
+            if event.event == "draft" and event.data.get("draft_id") not in closed:
+                start = _before(event.id)
+                break
+        positions[channel] = start
+    return positions
+
+
+def _before(position: str) -> str:
+    """The position just before ``position`` (``ms-seq`` stream ids)."""
+    first, _, second = position.partition("-")
+    major, minor = int(first), int(second or 0)
+    if minor > 0:
+        return f"{major}-{minor - 1}"
+    return f"{max(0, major - 1)}-18446744073709551615" if major > 0 else "0-0"
 
 
 # -- positions as an SSE event id ---------------------------------------------------------

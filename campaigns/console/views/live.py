@@ -15,6 +15,8 @@ The contract (what the console's JavaScript builds on):
   too) and the stream resumes after it, nothing lost and nothing twice. An id that is
   not this viewer's (another role's, tampered) starts the stream live.
 - ``event: hello`` first (``data: {}``), so even a quiet stream has an id to resume from.
+  A fresh connection (no ``Last-Event-ID``) starts at the first event of any draft still
+  being written, so a page opened mid-answer gets that answer from its first word.
 - ``event: draft`` — ``{"draft_id", "round", "step", "speaker", "kind", "audience",
   "text", "seq"}``: ``text`` is the next piece of that draft (append it); ``seq`` counts
   a draft's pieces from 1. ``kind`` is the turn kind it will be stored as (``action``,
@@ -53,7 +55,7 @@ HEARTBEAT_SECONDS = 15.0
 
 
 def _max_seconds() -> float:
-    return float(getattr(settings, "BABEL_LIVE_MAX_SECONDS", 600))
+    return float(settings.BABEL_LIVE_MAX_SECONDS)
 
 
 def _subscription(request, pk) -> tuple[int, list[str]]:
@@ -105,16 +107,24 @@ class _Reader:
         return live.encode_positions(self.channels, self.positions)
 
 
+def _going_on(started: float, last_read: list) -> bool:
+    """A connection ends after `_max_seconds`, at a quiet moment (its last read found
+    nothing: not in the middle of an answer), and in any case at twice that."""
+    age = time.monotonic() - started
+    return age < _max_seconds() or (bool(last_read) and age < 2 * _max_seconds())
+
+
 def _wait(started: float) -> float:
     """How long the next read may wait: to the next heartbeat or the connection's end."""
     left = _max_seconds() - (time.monotonic() - started)
-    return max(0.01, min(HEARTBEAT_SECONDS, left))
+    return max(0.05, min(HEARTBEAT_SECONDS, left))
 
 
 async def _async_stream(reader: _Reader, broker: live.Broker):
     yield b"retry: 2000\n\n" + _frame("hello", {}, reader.event_id)
     started = last = time.monotonic()
-    while time.monotonic() - started < _max_seconds():
+    events: list[live.Event] = []
+    while _going_on(started, events):
         wait = _wait(started)
         events = await broker.aread(reader.campaign, dict(reader.positions), wait)
         for frame in reader.frames(events):
@@ -127,7 +137,8 @@ async def _async_stream(reader: _Reader, broker: live.Broker):
 def _sync_stream(reader: _Reader, broker: live.Broker):
     yield b"retry: 2000\n\n" + _frame("hello", {}, reader.event_id)
     started = last = time.monotonic()
-    while time.monotonic() - started < _max_seconds():
+    events: list[live.Event] = []
+    while _going_on(started, events):
         events = broker.read(reader.campaign, dict(reader.positions), _wait(started))
         yield from reader.frames(events)
         if not events or time.monotonic() - last >= HEARTBEAT_SECONDS:
@@ -149,7 +160,7 @@ async def live_stream(request, pk):
     raw = request.headers.get("Last-Event-ID") or request.GET.get("last_event_id")
     positions = live.decode_positions(channels, raw)
     if positions is None:
-        positions = await sync_to_async(broker.heads)(campaign, channels)
+        positions = await sync_to_async(live.start_positions)(broker, campaign, channels)
     reader = _Reader(campaign, channels, positions)
     if isinstance(request, ASGIRequest):
         body = _async_stream(reader, broker)

@@ -29,7 +29,9 @@ import json
 import statistics
 import threading
 import time
+import uuid
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.test import Client
@@ -200,6 +202,8 @@ class Command(BaseCommand):
             from tests.standins.openai_api import OpenAIStandin
         except ImportError as exc:  # pragma: no cover - the stand-ins ship with the repo
             raise CommandError(f"The stand-in model servers are needed: {exc}") from exc
+        # Its own channels, removed at the end: no real campaign ever reads its drafts.
+        settings.BABEL_LIVE_PREFIX = f"{settings.BABEL_LIVE_PREFIX}:bench-{uuid.uuid4().hex}"
         user = get_user_model().objects.create_user(username=f"bench-stream-{time.time_ns()}")
         experiments = [self._campaign(user, n) for n in range(max(1, campaigns))]
         standin = OpenAIStandin(default="ok").start()
@@ -222,6 +226,10 @@ class Command(BaseCommand):
             standin.stop()
             Experiment.objects.filter(pk__in=[e.pk for e in experiments]).delete()
             user.delete()
+            broker = live.broker()
+            if isinstance(broker, live.RedisBroker):
+                for key in broker._redis.scan_iter(match=f"{settings.BABEL_LIVE_PREFIX}:*"):
+                    broker._redis.delete(key)
 
     # -- setup ---------------------------------------------------------------------------
     def _campaign(self, user, number: int) -> Experiment:

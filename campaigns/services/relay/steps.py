@@ -386,7 +386,12 @@ class _Steps:
         """The output leak guard's verdict on each item meant for more than its speaker
         (unparsed output is already DM-only). One guard per audience; outside any
         transaction, like the model call."""
-        guards: dict[tuple[str, ...] | None, OutputGuard] = {}
+        # The guards the answer's live stream built for the same audiences index the
+        # same hidden texts (nothing was stored in between): built once per step.
+        streams = getattr(self, "_streams", None) or []
+        guards: dict[tuple[str, ...] | None, OutputGuard] = dict(
+            streams[-1].guards if streams else {}
+        )
         verdicts = []
         for item in parsed:
             if item.needs_review or not wider_than_speaker(item.visibility, participant.role):

@@ -87,7 +87,7 @@ class StepStream:
             dm_roles=dm_roles,
         )
         self.drafts: dict[int, _Draft] = {}
-        self._guards: dict[object, OutputGuard] = {}
+        self.guards: dict[object, OutputGuard] = {}
         self.finished = False
         self.broken = False
 
@@ -178,9 +178,9 @@ class StepStream:
     def _guard_for(self, part: Part) -> GuardStream | None:
         if part.needs_review or not wider_than_speaker(part.visibility, self.speaker):
             return None
-        guard = self._guards.get(part.visibility)
+        guard = self.guards.get(part.visibility)
         if guard is None:
-            guard = self._guards[part.visibility] = OutputGuard(
+            guard = self.guards[part.visibility] = OutputGuard(
                 experiment=self.experiment, speaker=self.speaker, visibility=part.visibility
             )
         return GuardStream(guard.engine, known=_Known(guard))
@@ -214,7 +214,7 @@ class StepStream:
             return
         if draft.seq:
             live.publish(self.campaign, draft.channels, "withdrawn", {"draft_id": draft.id})
-        guard = self._guards[draft.part.visibility]
+        guard = self.guards[draft.part.visibility]
         draft.held_id = _draft_id()
         draft.held_channels = selectors.live_channels_for_held(
             guard._review_audience(draft.guard.quotes)

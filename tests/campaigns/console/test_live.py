@@ -192,3 +192,25 @@ def test_under_asgi_the_stream_is_served_by_the_event_loop(
     frames = parse_frames(async_to_sync(read)())
     assert "Can I feel a draught under the door?" in texts(frames)
     assert "Let him go first." not in texts(frames)
+
+
+def test_a_stream_that_breaks_midway_fails_its_step_once_and_its_drafts_are_withdrawn(
+    table, owner, player, client, gemini_standin, django_capture_on_commit_callbacks
+):
+    from campaigns.models import RoundStep
+
+    gemini_standin.chunk_words = 3
+    gemini_standin.script([Reply(DM_NARRATION), "stream_break", Reply(CASSIA_ACTS)])
+    thorin_page = watch(client, player, table)
+    play(table, owner, django_capture_on_commit_callbacks)
+
+    frames = parse_frames(read_live(thorin_page))
+    thorin_drafts = [d for d in drafts_by_id(frames).values() if d["speaker"] == "Thorin"]
+    assert thorin_drafts, "the first chunks were streamed before the break"
+    withdrawn = {f.data["draft_id"] for f in frames if f.event == "withdrawn"}
+    assert {d["draft_id"] for d in thorin_drafts} <= withdrawn
+    step = RoundStep.objects.get(experiment=table, round=1, speaker="Thorin")
+    assert step.status == "failed" and "stream broke" in step.detail["error"]
+    # not asked again after its first words were shown; the round went on to Cassia
+    assert len(gemini_standin.calls) == 3
+    assert Turn.objects.filter(experiment=table, round=1, speaker="Cassia").exists()

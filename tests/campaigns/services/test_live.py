@@ -110,3 +110,27 @@ def test_viewers_subscribe_to_disjoint_channels_of_their_own_audiences():
         mine = set(selectors.audiences_for_viewer(viewer))
         for targets in (whisper, selectors.live_channels_for_audience(None)):
             assert len(mine & set(targets)) <= 1
+
+
+def test_a_page_opened_mid_answer_gets_the_open_draft_from_its_first_word(broker):
+    cid = campaign_id()
+
+    def draft(draft_id, seq, text):
+        data = {"draft_id": draft_id, "seq": seq, "text": text}
+        broker.publish(cid, ["public"], "draft", data)
+
+    draft("old", 1, "Long ago ")
+    broker.publish(cid, ["public"], "stored", {"draft_id": "old"})
+    draft("new", 1, "The tide ")
+    broker.publish(cid, ["public"], "progress", {"round": 2, "percent": 40})
+    draft("new", 2, "turns.")
+    start = live.start_positions(broker, cid, ["public"])
+    events = broker.read(cid, start, timeout=0.2)
+    assert [(e.event, e.data.get("text")) for e in events] == [
+        ("draft", "The tide "),
+        ("progress", None),
+        ("draft", "turns."),
+    ]
+    broker.publish(cid, ["public"], "stored", {"draft_id": "new"})
+    fresh = live.start_positions(broker, cid, ["public"])
+    assert broker.read(cid, fresh, timeout=0.1) == []  # nothing open: start at the newest

@@ -68,7 +68,8 @@ def is_repair(request) -> bool:
 
 
 def generate_requests(standin):
-    return [r for r in standin.requests if r.path.endswith(":generateContent")]
+    """The model calls (plain, or streamed as the relay makes them), not cache requests."""
+    return [r for r in standin.requests if ":generateContent" in r.path or r.stream]
 
 
 # -- offline -----------------------------------------------------------------------------
