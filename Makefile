@@ -1,5 +1,5 @@
 # Babel: two commands for a fresh machine.
-#   make demo   virtualenv, install, migrate, load the demo, print logins, serve :8000
+#   make demo   virtualenv, install, migrate, load the demo, print logins, serve :8000 (ASGI, reloads)
 #   make test   virtualenv, install, lint, contracts, migrations check, the whole test suite
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -7,6 +7,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1:8000
 WORKERS ?= 2
+HOST_ADDR = $(firstword $(subst :, ,$(HOST)))
+HOST_PORT = $(lastword $(subst :, ,$(HOST)))
 
 .PHONY: demo test test-models venv venv-dev lint serve bench loadtest clean
 
@@ -35,14 +37,17 @@ demo: venv .env
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py seed_demo
 	@echo "Serving http://$(HOST)/  (admin: /admin/, API docs: /api/docs/)"
-	$(BIN)/python manage.py runserver $(HOST)
+	$(BIN)/uvicorn babel_site.asgi:application --host $(HOST_ADDR) --port $(HOST_PORT) \
+		--reload --reload-dir babel_site --reload-dir campaigns --reload-dir context_engine \
+		--reload-dir templates --reload-include '*.html' --timeout-graceful-shutdown 3
 
-# Production serving: gunicorn (WORKERS processes × 4 threads), static files by WhiteNoise.
+# Production serving: gunicorn with WORKERS uvicorn (ASGI) workers, static files by WhiteNoise.
 serve: venv
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py collectstatic --noinput -v0
-	$(BIN)/gunicorn babel_site.wsgi --bind $(HOST) --workers $(WORKERS) --threads 4 \
-		--max-requests 2000 --max-requests-jitter 200 --access-logfile -
+	$(BIN)/gunicorn babel_site.asgi:application --worker-class uvicorn_worker.UvicornWorker \
+		--bind $(HOST) --workers $(WORKERS) --max-requests 2000 --max-requests-jitter 200 \
+		--access-logfile -
 
 # Every benchmark, one table with ratios against the floors (DATABASE_URL picks the database).
 bench: venv-dev

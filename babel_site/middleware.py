@@ -4,11 +4,17 @@ Django raises ``RequestDataTooBig`` only when a view touches ``request.body`` an
 it with an HTML 400; the API reads its stream another way and would not check at all.
 Here every request whose declared length is over the limit gets a 413 that names the
 limit — JSON under ``/api/``, a plain page elsewhere — before a byte of it is read.
+
+Static files are WhiteNoise's, adapted to ASGI (``StaticFilesMiddleware``).
 """
 
 from __future__ import annotations
 
+import asyncio
+
 from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
+from whitenoise.middleware import WhiteNoiseMiddleware
 
 from babel_site.errors import error_response
 
@@ -45,3 +51,30 @@ class RequestBodyLimitMiddleware:
                 f"The request body is {length} bytes; the limit is {limit} bytes ({name}).",
             )
         return self.get_response(request)
+
+
+class StaticFilesMiddleware(WhiteNoiseMiddleware):
+    """WhiteNoise (compressed files, cache headers, ranges), with the file's body an async
+    iterator when the request came through ASGI.
+
+    WhiteNoise's middleware is synchronous and answers with a ``FileResponse``, whose body
+    Django's ASGI handler can only read with a thread hop per block and a warning per file;
+    here the blocks are read off the event loop (``asyncio.to_thread``) and sent as they come.
+    Under WSGI (the test live server) the response is WhiteNoise's own, unchanged."""
+
+    @staticmethod
+    def serve(static_file, request):
+        response = WhiteNoiseMiddleware.serve(static_file, request)
+        if isinstance(request, ASGIRequest):
+            response.streaming_content = _read_in_thread(response.file_to_stream)
+        return response
+
+
+async def _read_in_thread(file, block_size: int = 64 * 1024):
+    if file is None:  # HEAD, 304: headers only
+        return
+    try:
+        while chunk := await asyncio.to_thread(file.read, block_size):
+            yield chunk
+    finally:
+        await asyncio.to_thread(file.close)

@@ -115,9 +115,10 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    # Static files from the app server itself (gunicorn in production): compressed,
-    # cache headers, no separate web server needed.
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Static files from the app server itself (gunicorn's uvicorn workers in production):
+    # WhiteNoise (compressed, cache headers, no separate web server needed), its file bodies
+    # read off the event loop under ASGI.
+    "babel_site.middleware.StaticFilesMiddleware",
     "babel_site.middleware.RequestBodyLimitMiddleware",
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -155,6 +156,11 @@ TEMPLATES = [
 # that cannot keep them, e.g. PgBouncer before 1.21 in transaction mode).
 BABEL_PG_PREPARE = _bool("BABEL_PG_PREPARE", True)
 DATABASE_URL = env.str("DATABASE_URL", default="").strip()
+# PostgreSQL connections: a pool per process where the web is served by ASGI (babel_site/asgi.py
+# turns it on before the settings load), persistent per-thread connections elsewhere (Celery
+# workers, management commands, tests).
+BABEL_PG_POOL = _bool("BABEL_PG_POOL", False)
+BABEL_PG_POOL_SIZE = _int("BABEL_PG_POOL_SIZE", 8, minimum=1)
 if DATABASE_URL:
     if urlparse(DATABASE_URL).scheme not in {"postgres", "postgresql", "sqlite"}:
         raise ImproperlyConfigured(
@@ -165,8 +171,21 @@ if DATABASE_URL:
     except Exception as exc:  # django-environ raises assorted errors on bad URLs
         raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from exc
     if _db["ENGINE"].endswith("postgresql"):
-        _db.setdefault("CONN_MAX_AGE", 60)
-        _db["CONN_HEALTH_CHECKS"] = True
+        if BABEL_PG_POOL:
+            # Under ASGI each request's sync code runs in a thread of its own, so a
+            # persistent connection would be left behind by every request (Django: "when
+            # using ASGI, persistent connections should be disabled"). psycopg's pool keeps
+            # the connections instead, prepared statements and all; a request that needs
+            # one waits up to the timeout when all are in use.
+            _db["CONN_MAX_AGE"] = 0
+            _db.setdefault("OPTIONS", {})["pool"] = {
+                "min_size": 1,
+                "max_size": BABEL_PG_POOL_SIZE,
+                "timeout": 20,
+            }
+        else:
+            _db.setdefault("CONN_MAX_AGE", 60)
+            _db["CONN_HEALTH_CHECKS"] = True
         if BABEL_PG_PREPARE:
             # The pack loader's batched reads are prepared once per connection and run on
             # a generic plan (`campaigns.reads.precompiled.run_all`): planning them cost more than

@@ -66,3 +66,37 @@ def test_production_mode_requires_a_secret_key():
     result = _start(DJANGO_DEBUG="false", DJANGO_SECRET_KEY="")
     assert result.returncode != 0
     assert "DJANGO_SECRET_KEY" in result.stderr
+
+
+POOL_PROBE = (
+    "import {entry}; from django.conf import settings; db = settings.DATABASES['default']; "
+    "print(db['CONN_MAX_AGE'], db.get('OPTIONS', {{}}).get('pool'))"
+)
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        # Served by ASGI: each request's sync code has a thread of its own, so connections
+        # come from a pool, never left open per thread.
+        ("babel_site.asgi", "0 {'min_size': 1, 'max_size': 8, 'timeout': 20}"),
+        # Workers and commands (django.setup alone): persistent per-thread connections.
+        ("django; django.setup()", "60 None"),
+    ],
+)
+def test_postgres_connections_are_pooled_under_asgi_and_persistent_elsewhere(entry, expected):
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("BABEL_PG_POOL")}
+    result = subprocess.run(
+        [sys.executable, "-c", POOL_PROBE.format(entry=entry)],
+        cwd=ROOT,
+        env={
+            **clean,
+            "DJANGO_SETTINGS_MODULE": "babel_site.settings",
+            "DATABASE_URL": "postgres://u@127.0.0.1:5432/x",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == expected

@@ -44,3 +44,52 @@ def page(browser):
     page.set_default_timeout(15_000)
     yield page
     context.close()
+
+
+@pytest.fixture
+def asgi_server(transactional_db):
+    """The site under uvicorn (ASGI) in a thread of this process, on a free 127.0.0.1 port:
+    what a page that holds a stream open needs (pytest-django's live server is WSGI, which
+    would send a stream whole, at its end). It shares this process's test database and live
+    broker. PostgreSQL only: each request runs in a thread of its own, and SQLite's
+    in-memory test database cannot be shared between them safely."""
+    import socket
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    import uvicorn
+    from django.core.asgi import get_asgi_application
+    from django.db import connections
+
+    from tests.services import database_is_postgres
+
+    if not database_is_postgres():
+        unavailable("the ASGI live server needs PostgreSQL (DATABASE_URL=postgres://...)")
+    # Each request's thread opens its own connection: close it at the request's end, so no
+    # connection outlives the test (the test database is dropped after the run).
+    saved_age = connections.settings["default"].get("CONN_MAX_AGE")
+    connections.settings["default"]["CONN_MAX_AGE"] = 0
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = uvicorn.Config(
+        get_asgi_application(),
+        host="127.0.0.1",
+        port=port,
+        lifespan="off",
+        log_level="warning",
+        timeout_graceful_shutdown=2,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="asgi-live-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            pytest.fail("the ASGI live server did not start")
+        time.sleep(0.05)
+    yield SimpleNamespace(url=f"http://127.0.0.1:{port}")
+    server.should_exit = True
+    thread.join(timeout=15)
+    connections.settings["default"]["CONN_MAX_AGE"] = saved_age

@@ -47,7 +47,11 @@ def test_a_human_players_round_is_driven_through_the_console(browser, live_serve
 
     thorin.select_option("#composer select[name=kind]", "action")
     thorin.fill("#composer textarea[name=content]", "Thorin wades into the tide, lantern high.")
-    thorin.click("#composer button[type=submit]")
+    # The post is the step, and the round goes on inside it (Celery runs eagerly here):
+    # its answer comes when the round is done. (The prompt may go before that: the live
+    # stream refreshes the round bar, and with it the composer, as soon as the step is in.)
+    with thorin.expect_response(lambda r: r.request.method == "POST" and "/turns/" in r.url):
+        thorin.click("#composer button[type=submit]")
     thorin.locator("#your-turn").wait_for(state="detached")
 
     job.refresh_from_db()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.handlers.asgi import ASGIRequest
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.urls import Resolver404, resolve, reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
@@ -209,6 +211,7 @@ def _context(request, access, viewer, as_role, *, form=None, params=None, memory
         query["as"] = as_role
     ctx["self_url"] = reverse("console:campaign", args=[access.experiment.pk])
     ctx["query"] = urlencode(query)
+    ctx.update(_live(request, access, as_role))
     return ctx
 
 
@@ -224,6 +227,35 @@ def _fix_marks(access, viewer, rows, ctx) -> None:
     for turn in rows:
         turn.revision_list = revisions.get(turn.pk, [])
         turn.regenerable = turn.pk in models
+
+
+def _live(request, access, as_role: str) -> dict:
+    """The page's live stream (static/js/live.js): the campaign's SSE endpoint, asked with
+    the same ``as`` as the page, and whose inspector a draft may link to (the roles this
+    user may inspect, as the inspector itself decides).
+
+    Only where the site is served by ASGI: under WSGI (``runserver``, a sync gunicorn, the
+    tests' live server) an open stream would hold a server thread for its whole life, so
+    those pages keep the round bar's poll alone."""
+    if not isinstance(request, ASGIRequest):
+        return {"live_url": ""}
+    path = f"/campaigns/{access.experiment.pk}/live/"
+    try:
+        resolve(path)
+    except Resolver404:
+        return {"live_url": ""}
+    inspect_roles = []
+    for role in console_access.roles_of(access):
+        try:
+            console_access.check_context_role(access, role)
+        except Http404:
+            continue
+        inspect_roles.append(role)
+    return {
+        "live_url": path + (f"?{urlencode({'as': as_role})}" if as_role else ""),
+        "inspect_roles": ",".join(inspect_roles),
+        "kind_labels": json.dumps({value: str(label) for value, label in Turn.Kind.choices}),
+    }
 
 
 def _status(request, access, viewer, form) -> dict:

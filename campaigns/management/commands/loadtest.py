@@ -2,11 +2,11 @@
 
 Seeds a synthetic campaign with an owner and four linked players (token and session
 logins) in the configured database (PostgreSQL; SQLite only with ``--allow-sqlite``),
-starts gunicorn on a free loopback port, warms each worker up with unrecorded requests,
-runs locust headless — N users reading pages, the turn list and their context pack, the
-owner posting turns — for a fixed time, stops both processes, removes what it created,
-and writes a report: requests, failures, p50 and p95 per endpoint. Exits non-zero if
-any request failed.
+starts gunicorn with uvicorn (ASGI) workers, as `make serve` does, on a free loopback
+port, warms each worker up with unrecorded requests, runs locust headless — N users
+reading pages, the turn list and their context pack, the owner posting turns — for a
+fixed time, stops both processes, removes what it created, and writes a report:
+requests, failures, p50 and p95 per endpoint. Exits non-zero if any request failed.
 
 Nothing listens beyond 127.0.0.1, and every run ends by itself (``--seconds``, plus
 locust's own stop timeout and a hard kill of gunicorn).
@@ -86,8 +86,9 @@ class Command(BaseCommand):
         env["BABEL_LT_ACCOUNTS"] = json.dumps(accounts)
         env["BABEL_LT_PAGES"] = json.dumps(_pages(experiment.pk))
         server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "babel_site.wsgi", "-b", f"127.0.0.1:{port}",
-             "-w", str(workers), "--threads", "4", "--log-level", "warning"],
+            [sys.executable, "-m", "gunicorn", "babel_site.asgi:application",
+             "-k", "uvicorn_worker.UvicornWorker", "-b", f"127.0.0.1:{port}",
+             "-w", str(workers), "--log-level", "warning"],
             cwd=settings.BASE_DIR, env=env,
         )  # fmt: skip
         try:
@@ -167,7 +168,7 @@ class Command(BaseCommand):
 
     def _report(self, rows, path, users, seconds, workers, turns) -> int:
         lines = [
-            f"# Load test: {users} users, {seconds} s, gunicorn ×{workers} (4 threads), "
+            f"# Load test: {users} users, {seconds} s, gunicorn ×{workers} uvicorn workers, "
             f"{connection.vendor}, campaign of {turns} turns",
             "",
             "| endpoint | requests | failures | p50 ms | p95 ms | req/s |",
