@@ -307,7 +307,10 @@ def postings_query(
             for i in range(len(parts))
             for name, literal in one.params
         ]
-        found = _joined[key] = Precompiled(sql, params)
+        # Prepared on PostgreSQL: planning this statement (two branches per word) cost
+        # more than running it. Its generic plan is the one any values would get: the
+        # matches come from `babel_turn_matches`, planned per call inside it.
+        found = _joined[key] = Precompiled(sql, params, prepare=True)
     values = {
         f"{i}.{name}": value for i, part in enumerate(parts) for name, value in part.values.items()
     }
@@ -355,7 +358,9 @@ def hit_query(*, experiment_id: int, viewer: Viewer, hit_ids: list[int], neighbo
             .values_list(*TURN_COLUMNS, *around)
         )
 
-    compiled = compile_once(("hits", statement_shape(viewer), slots_count, neighbours), build)
+    compiled = compile_once(
+        ("hits", statement_shape(viewer), slots_count, neighbours), build, prepare=True
+    )
     padded = [*hit_ids, *([0] * (slots_count - len(hit_ids)))]
     values = {f"hit{i}": hit_id for i, hit_id in enumerate(padded)}
     return Query(compiled, slot_values(viewer, experiment=experiment_id, **values))
@@ -372,7 +377,7 @@ def turns_by_id_query(*, viewer: Viewer, ids: list[int]) -> Query:
         ids = [slots.int(f"id{i}") for i in range(size)]
         return Turn.objects.filter(id__in=ids).filter(rule).values_list(*TURN_COLUMNS)
 
-    compiled = compile_once(("by-id", statement_shape(viewer), size), build)
+    compiled = compile_once(("by-id", statement_shape(viewer), size), build, prepare=True)
     padded = [*ids, *([0] * (size - len(ids)))]
     values = {f"id{i}": turn_id for i, turn_id in enumerate(padded)}
     return Query(compiled, slot_values(viewer, **values))
