@@ -65,8 +65,11 @@ DATE = re.compile(
 )
 
 
+_DIGIT = re.compile(r"\d")  # every form `DATE` knows has a digit: most turns need no more
+
+
 def states_date(turn: TurnView) -> bool:
-    return bool(DATE.search(turn.content))
+    return bool(_DIGIT.search(turn.content)) and bool(DATE.search(turn.content))
 
 
 def preset(name: str) -> Preset:
