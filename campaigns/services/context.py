@@ -15,7 +15,8 @@ own monologues (1), lore (1), digest + strategic summary (1), pins (1), then ran
 retrieval (`_ranked_retrieval`: postings, hits with their neighbours' ids, neighbours: 3)
 — at most eleven statements at 100 turns or 50,000; on PostgreSQL `precompiled.run_all`
 sends the first eight in two round trips (experiment/participants/events, then the
-rest). `full_history` loads everything it is asked to.
+rest), and the three retrieval statements are prepared too. `full_history` loads
+everything it is asked to.
 
 `pack_for_role` answers from `campaigns.services.pack_cache` when nothing a pack reads
 has changed since the same pack was built.
