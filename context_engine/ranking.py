@@ -27,6 +27,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from heapq import nsmallest
+from typing import NamedTuple
 
 from context_engine.textops import STOPWORDS
 
@@ -142,9 +144,9 @@ def tf_part(tf: int, length: int, avg_length: float) -> float:
     return tf * (K1 + 1) / (tf + K1 * norm)
 
 
-@dataclass(frozen=True)
-class Posting:
-    """A readable turn that contains a query word."""
+class Posting(NamedTuple):
+    """A readable turn that contains a query word (a named tuple: a pack reads a
+    thousand of them at 50,000 turns, and a tuple is built several times faster)."""
 
     turn_id: int
     seq: int
@@ -158,8 +160,12 @@ class Scored:
     score: float
 
 
-def rank_postings(query: Query, postings: Mapping[str, Sequence[Posting]]) -> list[Scored]:
-    """Turns ranked best first by BM25 over ``postings`` (keyed by `QueryTerm.word`).
+def rank_postings(
+    query: Query, postings: Mapping[str, Sequence[Posting]], limit: int | None = None
+) -> list[Scored]:
+    """Turns ranked best first by BM25 over ``postings`` (keyed by `QueryTerm.word`);
+    only the ``limit`` best when given (the same turns, in the same order, as the first
+    ``limit`` of the full ranking).
 
     A word's document frequency is its number of postings (a word at `DF_CAP` is among
     the campaign's most frequent, and weighs next to nothing); lengths are the turns'
@@ -167,22 +173,35 @@ def rank_postings(query: Query, postings: Mapping[str, Sequence[Posting]]) -> li
     """
     lengths: dict[int, tuple[int, int]] = {}
     for term in query.terms:
-        for p in postings.get(term.word, ()):
-            lengths[p.turn_id] = (p.seq, p.tokens)
+        for turn_id, seq, tokens in postings.get(term.word, ()):
+            lengths[turn_id] = (seq, tokens)
     if not lengths:
         return []
     avg = sum(tokens for _, tokens in lengths.values()) / len(lengths)
+    # tf_part depends on a turn's length only: computed once per distinct length.
+    parts: dict[int, float] = {}
     scores: dict[int, float] = {}
     for term in query.terms:
         hits = postings.get(term.word, ())
         if not hits:
             continue
         weight = term.weight * idf(min(len(hits), DF_CAP), REFERENCE_DOCS)
-        for p in hits:
-            scores[p.turn_id] = scores.get(p.turn_id, 0.0) + weight * tf_part(1, p.tokens, avg)
-    ranked = [Scored(turn_id, lengths[turn_id][0], score) for turn_id, score in scores.items()]
-    ranked.sort(key=lambda s: (-round(s.score, 9), -s.seq, s.turn_id))
-    return ranked
+        for turn_id, _seq, tokens in hits:
+            part = parts.get(tokens)
+            if part is None:
+                part = parts[tokens] = tf_part(1, tokens, avg)
+            scores[turn_id] = scores.get(turn_id, 0.0) + weight * part
+    # Best score first, ties to the newer turn (then the id): a total order.
+    keyed = [
+        (-round(score, 9), -lengths[turn_id][0], turn_id, score)
+        for turn_id, score in scores.items()
+    ]
+    if limit is not None and 0 <= limit < len(keyed):
+        keyed = nsmallest(limit, keyed)
+    else:
+        keyed.sort()
+        keyed = keyed[:limit]
+    return [Scored(turn_id, -neg_seq, score) for _, neg_seq, turn_id, score in keyed]
 
 
 def postings_of(

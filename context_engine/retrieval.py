@@ -65,8 +65,11 @@ DATE = re.compile(
 )
 
 
+_DIGIT = re.compile(r"\d")  # every form `DATE` knows has a digit: most turns need no more
+
+
 def states_date(turn: TurnView) -> bool:
-    return bool(DATE.search(turn.content))
+    return bool(_DIGIT.search(turn.content)) and bool(DATE.search(turn.content))
 
 
 def preset(name: str) -> Preset:
@@ -97,7 +100,7 @@ def ranked_hits(
     hits here, so they rank alike. Turns of the hot window may rank too: under strain
     or a small budget the window does not show them all, and the engine skips those it
     does show."""
-    return [s.turn_id for s in ranking.rank_postings(query, postings)[:limit]]
+    return [s.turn_id for s in ranking.rank_postings(query, postings, limit)]
 
 
 def search_memory(

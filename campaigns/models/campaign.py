@@ -250,6 +250,10 @@ class Turn(models.Model):
             # Pack building: "turns of experiment E with round >= R" (hot window) and the
             # timeline's "?round=" filter.
             models.Index(fields=["experiment", "round", "seq"], name="turn_exp_round_seq"),
+            # The experiment's id span (its lowest and highest turn id, one index probe
+            # each): SQLite's ranked retrieval bounds its full-text walks by it
+            # (`campaigns.reads.search`).
+            models.Index(fields=["experiment", "id"], name="turn_exp_id"),
             # Hinge anchors beyond the window: "hinge turns of E with round >= R - TTL".
             models.Index(
                 fields=["experiment", "round"],

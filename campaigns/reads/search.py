@@ -9,6 +9,8 @@ and `/search` itself (`search_turns`), which ranks like a pack's retrieval.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db import connection
 from django.db.models import BooleanField, OuterRef, Subquery
 
@@ -37,12 +39,71 @@ RECENT_SEARCH_ROUNDS = 250  # ~2,000 turns at 8 a round; more rounds only when t
 # order is newest first and FTS5 walks its doclists lazily: with the join below and a
 # LIMIT, the walk stops at the Nth readable hit instead of reading every match of the
 # experiment. CROSS JOIN pins the join order (the FTS table drives).
+#
+# Each walk is bounded to the experiment's id span (`IdSpan`: FTS5 seeks to a rowid range).
+# Inside it, ``xexpN AND "word"`` makes FTS5 step through the experiment's own token,
+# which every one of its turns carries: at 50,000 turns that costs 4-5x walking the
+# word alone. So where the experiment's turns fill most of the span (`IdSpan.dense`: one
+# campaign at a time, or a few interleaved) the walk is the word's doclist alone, and
+# the join's experiment filter (the selector's, as ever) drops other campaigns' turns;
+# where the span is mostly other campaigns' turns, the walk keeps the experiment token.
+# Both give exactly the same rows: the newest ``limit`` readable matches.
 _SQLITE_FROM = ' FROM "campaigns_turn" WHERE '
 _SQLITE_JOIN = (
     ' FROM "campaigns_turn_fts" CROSS JOIN "campaigns_turn"'
     ' ON "campaigns_turn"."id" = -"campaigns_turn_fts"."rowid"'
-    ' WHERE "campaigns_turn_fts" MATCH %s AND '
+    ' WHERE "campaigns_turn_fts" MATCH %s'
+    ' AND "campaigns_turn_fts"."rowid" BETWEEN %s AND %s AND '
 )
+_ROWID_MIN, _ROWID_MAX = -(2**63), 2**63 - 1
+
+
+@dataclass(frozen=True)
+class IdSpan:
+    """An experiment's lowest and highest turn id and seq (`span_columns` reads them)."""
+
+    min_id: int
+    max_id: int
+    min_seq: int
+    max_seq: int
+
+    @property
+    def dense(self) -> bool:
+        """The experiment's turns are at least half of the ids in its span (seq numbers
+        estimate how many it has: the choice of walk only, never which rows match)."""
+        return 2 * (self.max_seq - self.min_seq + 1) >= self.max_id - self.min_id + 1
+
+    @classmethod
+    def from_row(cls, values) -> IdSpan | None:
+        return cls(*values) if None not in values else None
+
+
+def id_span(experiment_id: int) -> IdSpan | None:
+    """The experiment's `IdSpan` on its own (the pack loader reads it with the
+    experiment: `span_columns`); None when it has no turns."""
+    row = (
+        Experiment.objects.filter(pk=experiment_id)
+        .annotate(**span_columns(OuterRef("pk")))
+        .values_list("span_min_id", "span_max_id", "span_min_seq", "span_max_seq")
+        .first()
+    )
+    return IdSpan.from_row(row) if row is not None else None
+
+
+def span_columns(experiment_ref) -> dict:
+    """Annotations giving an experiment's `IdSpan` (``experiment_ref``: its id, an
+    ``OuterRef`` in a query of experiments): four index probes (``turn_exp_id`` and
+    ``turn_unique_seq``), whatever the history's length."""
+    turns = Turn.objects.filter(experiment_id=experiment_ref)
+    return {
+        f"span_{name}": Subquery(turns.order_by(order).values(field)[:1])
+        for name, field, order in (
+            ("min_id", "id", "id"),
+            ("max_id", "id", "-id"),
+            ("min_seq", "seq", "seq"),
+            ("max_seq", "seq", "-seq"),
+        )
+    }
 
 
 def search_turn_rows(**kwargs) -> list[tuple]:
@@ -60,9 +121,12 @@ def search_turn_query(
     limit: int,
     scan_limit: int,
     columns: tuple[str, ...] = TURN_COLUMNS,
+    span: IdSpan | None = None,
 ) -> Query | None:
     """Readable turns matching any of ``words`` (already safe: `ranking.surface_words`),
-    newest first, at most ``limit``. ``columns`` must start with ``id, seq``."""
+    newest first, at most ``limit``. ``columns`` must start with ``id, seq``. ``span``
+    (SQLite): the experiment's `IdSpan`, read with the caller's other reads; without it
+    the walk is unbounded and keeps the experiment token."""
     if not words or limit < 1:
         return None
     vendor = connection.vendor
@@ -74,8 +138,16 @@ def search_turn_query(
             values["recent_from"] = before_round - RECENT_SEARCH_ROUNDS
     elif vendor == "sqlite":
         compiled = _sqlite_search(key, viewer, before_round, limit, columns)
-        match = f"xexp{experiment_id} AND (" + " OR ".join(f'"{w}"' for w in words) + ")"
-        values = {"match": match}
+        either = " OR ".join(f'"{w}"' for w in words)
+        if span is not None and span.dense:
+            match = either if len(words) == 1 else f"({either})"
+        else:
+            match = f"xexp{experiment_id} AND ({either})"
+        values = {
+            "match": match,
+            "rowid_from": -span.max_id if span is not None else _ROWID_MIN,
+            "rowid_to": -span.min_id if span is not None else _ROWID_MAX,
+        }
     else:  # pragma: no cover - only the two supported databases
         return None
 
@@ -180,7 +252,9 @@ def _sqlite_search(key, viewer, before_round, limit, columns) -> Precompiled:
     if found is None:
         sql = base.sql.replace(_SQLITE_FROM, _SQLITE_JOIN)
         sql += f' ORDER BY "campaigns_turn_fts"."rowid" LIMIT {int(limit)}'
-        found = _joined[key] = Precompiled(sql, (("match", None), *base.params))
+        found = _joined[key] = Precompiled(
+            sql, (("match", None), ("rowid_from", None), ("rowid_to", None), *base.params)
+        )
     return found
 
 
@@ -190,11 +264,14 @@ _joined: dict[tuple, Precompiled] = {}
 # --- ranked retrieval (SPEC §5.8) ------------------------------------------------------
 
 
-def postings_query(*, experiment_id: int, viewer: Viewer, words: list[str]) -> Query | None:
+def postings_query(
+    *, experiment_id: int, viewer: Viewer, words: list[str], span: IdSpan | None = None
+) -> Query | None:
     """Per word, the newest `ranking.DF_CAP` readable turns that contain it, in one
     statement: rows ``(word index, id, seq, round, tokens, kind)``, each word's newest
     first. These are the postings `retrieval.ranked_hits` ranks by. Visibility is applied
-    before the cap (the same selector-built search as `search_turn_query`, once per word)."""
+    before the cap (the same selector-built search as `search_turn_query`, once per word;
+    ``span`` as there)."""
     from context_engine.ranking import DF_CAP
 
     parts = [
@@ -206,6 +283,7 @@ def postings_query(*, experiment_id: int, viewer: Viewer, words: list[str]) -> Q
             limit=DF_CAP,
             scan_limit=selectors.SEARCH_SCAN_LIMIT,
             columns=("id", "seq", "round", "tokens", "kind"),
+            span=span,
         )
         for word in words
     ]
@@ -229,7 +307,10 @@ def postings_query(*, experiment_id: int, viewer: Viewer, words: list[str]) -> Q
             for i in range(len(parts))
             for name, literal in one.params
         ]
-        found = _joined[key] = Precompiled(sql, params)
+        # Prepared on PostgreSQL: planning this statement (two branches per word) cost
+        # more than running it. Its generic plan is the one any values would get: the
+        # matches come from `babel_turn_matches`, planned per call inside it.
+        found = _joined[key] = Precompiled(sql, params, prepare=True)
     values = {
         f"{i}.{name}": value for i, part in enumerate(parts) for name, value in part.values.items()
     }
@@ -277,7 +358,9 @@ def hit_query(*, experiment_id: int, viewer: Viewer, hit_ids: list[int], neighbo
             .values_list(*TURN_COLUMNS, *around)
         )
 
-    compiled = compile_once(("hits", statement_shape(viewer), slots_count, neighbours), build)
+    compiled = compile_once(
+        ("hits", statement_shape(viewer), slots_count, neighbours), build, prepare=True
+    )
     padded = [*hit_ids, *([0] * (slots_count - len(hit_ids)))]
     values = {f"hit{i}": hit_id for i, hit_id in enumerate(padded)}
     return Query(compiled, slot_values(viewer, experiment=experiment_id, **values))
@@ -294,7 +377,7 @@ def turns_by_id_query(*, viewer: Viewer, ids: list[int]) -> Query:
         ids = [slots.int(f"id{i}") for i in range(size)]
         return Turn.objects.filter(id__in=ids).filter(rule).values_list(*TURN_COLUMNS)
 
-    compiled = compile_once(("by-id", statement_shape(viewer), size), build)
+    compiled = compile_once(("by-id", statement_shape(viewer), size), build, prepare=True)
     padded = [*ids, *([0] * (size - len(ids)))]
     values = {f"id{i}": turn_id for i, turn_id in enumerate(padded)}
     return Query(compiled, slot_values(viewer, **values))

@@ -15,7 +15,8 @@ own monologues (1), lore (1), digest + strategic summary (1), pins (1), then ran
 retrieval (`_ranked_retrieval`: postings, hits with their neighbours' ids, neighbours: 3)
 — at most eleven statements at 100 turns or 50,000; on PostgreSQL `precompiled.run_all`
 sends the first eight in two round trips (experiment/participants/events, then the
-rest). `full_history` loads everything it is asked to.
+rest), and the three retrieval statements are prepared too. `full_history` loads
+everything it is asked to.
 
 `pack_for_role` answers from `campaigns.services.pack_cache` when nothing a pack reads
 has changed since the same pack was built.
@@ -24,6 +25,9 @@ has changed since the same pack was built.
 from __future__ import annotations
 
 from dataclasses import replace
+
+from django.db import connection
+from django.db.models import OuterRef
 
 from campaigns.models import ContextEvent, Experiment, Participant
 from campaigns.reads import adapters, packs, search, selectors
@@ -103,7 +107,10 @@ def pack_input_for_role(
     )
     if not found:
         raise Experiment.DoesNotExist(f"No experiment {experiment_id}.")
-    hook, rules, config_raw, current_round, flags, state_fields, state_round, state_id = found[0]
+    hook, rules, config_raw, current_round, flags, state_fields, state_round, state_id = found[0][
+        :8
+    ]
+    span = search.IdSpan.from_row(found[0][8:]) if len(found[0]) > 8 else None
     participants = [ParticipantView(*row) for row in participant_rows]
     participant = next((p for p in participants if p.role == role), None)
     if participant is None:
@@ -149,7 +156,7 @@ def pack_input_for_role(
     views.extend(adapters.stub_view_row(row, dm_roles) for row in stubs)
     loaded = [view for view in views if view.content]
     hits, around = _ranked_retrieval(
-        experiment_id, viewer, needs, query_for(input_text, loaded, participants), dm_roles
+        experiment_id, viewer, needs, query_for(input_text, loaded, participants), dm_roles, span
     )
 
     # Results of the role's own /search, /lore, /timeline since its last turn (SPEC §5.8).
@@ -186,25 +193,27 @@ def pack_input_for_role(
 
 
 def _experiment_query(experiment_id: int) -> Query:
-    """Hook, rules, config, the campaign clock and the world state, in one query."""
+    """Hook, rules, config, the campaign clock and the world state, in one query; on
+    SQLite also the experiment's turn id span (`search.IdSpan`), which bounds its
+    full-text walks (PostgreSQL's search needs none)."""
+    with_span = connection.vendor == "sqlite"
 
     def build(slots):
-        return (
-            Experiment.objects.filter(pk=slots.int("experiment"))
-            .order_by()
-            .values_list(
-                "hook",
-                "rules",
-                "config",
-                "current_round",
-                "world_state__flags",
-                "world_state__fields",
-                "world_state__last_updated_round",
-                "world_state__id",
-            )
+        experiments = Experiment.objects.filter(pk=slots.int("experiment")).order_by()
+        spans = search.span_columns(OuterRef("pk")) if with_span else {}
+        return experiments.annotate(**spans).values_list(
+            "hook",
+            "rules",
+            "config",
+            "current_round",
+            "world_state__flags",
+            "world_state__fields",
+            "world_state__last_updated_round",
+            "world_state__id",
+            *spans,
         )
 
-    return Query(compile_once(("pack-experiment",), build), {"experiment": experiment_id})
+    return Query(compile_once(("pack-experiment", with_span), build), {"experiment": experiment_id})
 
 
 def _participants_query(experiment_id: int) -> Query:
@@ -252,7 +261,7 @@ def _turn_queries(experiment_id: int, viewer: Viewer, role: str, needs) -> list[
     return [window, monologues]
 
 
-def _ranked_retrieval(experiment_id: int, viewer: Viewer, needs, query, dm_roles):
+def _ranked_retrieval(experiment_id: int, viewer: Viewer, needs, query, dm_roles, span=None):
     """The retrieval hits, best first, and their neighbours (SPEC §5.8): the postings of
     the query's words from the full-text index (one statement), ranked by the engine
     (`retrieval.ranked_hits`, as the Arena's replay ranks), then the hits' rows with
@@ -261,7 +270,9 @@ def _ranked_retrieval(experiment_id: int, viewer: Viewer, needs, query, dm_roles
         return (), ()
     words = query.words
     postings: dict[str, list[Posting]] = {word: [] for word in words}
-    query_rows = search.postings_query(experiment_id=experiment_id, viewer=viewer, words=words)
+    query_rows = search.postings_query(
+        experiment_id=experiment_id, viewer=viewer, words=words, span=span
+    )
     for index, turn_id, seq, _round, tokens, kind in query_rows.rows() if query_rows else ():
         if viewer.omniscient or kind != "monologue":
             postings[words[index]].append(Posting(turn_id, seq, tokens))

@@ -70,16 +70,40 @@ def test_no_generic_plan_of_a_pack_reads_every_turn(campaign, monkeypatch, strat
 
 
 def _recorded_statements(monkeypatch) -> list[tuple[str, list]]:
-    """Filled with each batched pack read's ``(sql, params)`` as it runs."""
+    """Filled with each prepared pack read's ``(sql, params)`` as it runs: the batched
+    reads and ranked retrieval's own (postings, hits, neighbours)."""
     statements: list[tuple[str, list]] = []
-    real_fetch = precompiled._fetch_one
+    for name in ("_fetch_one", "_fetch_all"):
+        real_fetch = getattr(precompiled, name)
 
-    def recording(sql, params):
-        statements.append((sql, params))
-        return real_fetch(sql, params)
+        def recording(sql, params, real_fetch=real_fetch):
+            statements.append((sql, params))
+            return real_fetch(sql, params)
 
-    monkeypatch.setattr(precompiled, "_fetch_one", recording)
+        monkeypatch.setattr(precompiled, name, recording)
     return statements
+
+
+def test_ranked_retrievals_reads_are_prepared_once_too(campaign):
+    """Planning the postings statement (two branches per query word) cost more than
+    running it; it and the hits' reads run on generic plans like the batched reads."""
+
+    def retrieval_statements():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements "
+                "WHERE statement LIKE 'WITH w0 AS MATERIALIZED%%'"
+            )
+            return {row[0]: (row[1], row[2]) for row in cursor.fetchall()}
+
+    before = retrieval_statements()
+    for _ in range(4):
+        pack_for_role(experiment=campaign, role="Thorin", input_text=INPUT, use_cache=False)
+    ran = {sql: plans for sql, plans in retrieval_statements().items() if plans != before.get(sql)}
+    assert len(ran) == 1  # the postings of the input's words
+    for generic, custom in ran.values():
+        assert custom == 0
+        assert generic >= 4
 
 
 def _generic_plan(sql: str, params: list) -> str:

@@ -149,3 +149,46 @@ def test_older_rounds_are_searched_on_their_own_when_recent_matches_are_all_unre
     assert _newest(campaign, "Thorin", "kestrel", before_round=1000, limit=3) == [
         "an old kestrel feather"
     ]
+
+
+def _postings(experiment, role, words, span):
+    viewer = selectors.viewer_for_role(experiment=experiment, role=role)
+    query = search.postings_query(
+        experiment_id=experiment.pk, viewer=viewer, words=words, span=span
+    )
+    return query.rows()
+
+
+def test_postings_are_the_same_whether_a_campaigns_turns_fill_its_id_span_or_not(owner):
+    # Two campaigns played at once (their turn ids interleave), then one alone: the id
+    # span of the first two is half other turns, the third's is all its own.
+    first = make_experiment(owner=owner)
+    second = make_experiment(owner=owner)
+    for round_ in range(1, 31):
+        for experiment, word in ((first, "ember"), (second, "frost")):
+            make_turn(experiment, round=round_, content=f"The {word} lantern flickers.")
+            make_turn(
+                experiment,
+                round=round_,
+                kind="gm_note",
+                content=f"The lantern hides a {word} key.",
+            )
+            make_turn(experiment, round=round_, speaker="Thorin", content="Thorin waits.")
+    alone = make_experiment(owner=owner)
+    for round_ in range(1, 11):
+        make_turn(alone, round=round_, content="The ember lantern flickers alone.")
+    words = ["lantern", "ember", "frost", "waits"]
+    spans = {e.pk: search.id_span(e.pk) for e in (first, second, alone)}
+    assert spans[alone.pk].dense
+    for experiment in (first, second, alone):
+        span = spans[experiment.pk]
+        wide = search.IdSpan(span.min_id, span.max_id + 10_000, span.min_seq, span.max_seq)
+        assert not wide.dense
+        for role in ("Thorin", "DM"):
+            unbounded = _postings(experiment, role, words, None)
+            assert unbounded  # the campaign's own matches, and only its own
+            assert {row[1] for row in unbounded} <= set(
+                Turn.objects.filter(experiment=experiment).values_list("id", flat=True)
+            )
+            assert _postings(experiment, role, words, span) == unbounded
+            assert _postings(experiment, role, words, wide) == unbounded
