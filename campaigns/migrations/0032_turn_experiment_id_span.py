@@ -11,7 +11,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("campaigns", "0029_participant_provider_window_call_status"),
+        ("campaigns", "0031_transcript_upload"),
     ]
 
     operations = [
