@@ -28,6 +28,7 @@ def test_the_owner_runs_the_arena_from_the_page(page, live_server, tmp_path):
     assert "No Arena run yet." in page.content()
     # Without a broker the run happens inside this request: on a busy machine the click's
     # navigation takes longer than the default 15 s.
+    page.set_default_navigation_timeout(120_000)
     page.click("text=Run the Arena", timeout=120_000)
     page.wait_for_selector("#arena-results", timeout=120_000)
     table = page.locator("#arena-results").inner_text()
