@@ -143,8 +143,8 @@ def test_a_players_own_older_monologue_is_retrieved_as_their_private_thought():
     sections = _text(experiment, "Where do I plan to slip away to?")
     text = "\n".join(sections)
     retrieved = text.split("## Retrieved memories")[1]
-    own = "[R2] Thorin (private thought): I will slip away to the ember vault when the moon is dark."
-    assert own in retrieved
+    own = "I will slip away to the ember vault when the moon is dark."
+    assert f"[R2] Thorin (private thought): {own}" in retrieved
     assert text.count("slip away to the ember vault") == 1  # Cassia's identical one: nowhere
     recent = next(s for s in sections if s.startswith("recent "))
     assert recent.count("Thorin (private thought): dune dune") == 2  # the section's own two
