@@ -43,8 +43,8 @@ class View:
     state_fields: tuple[StateFieldView, ...]
     digest: DigestView | None
     strategic_summary: DigestView | None
-    retrieval_turns: tuple[TurnView, ...]  # readable ranked hits, best first
-    retrieval_context: tuple[TurnView, ...]  # readable neighbours of the hits
+    retrieval_turns: tuple[TurnView, ...]  # readable ranked hits (own monologues too), best first
+    retrieval_context: tuple[TurnView, ...]  # readable neighbours of the hits (no monologues)
     cut: Cut | None
     events: tuple[TrimEvent, ...] = field(default=())
     pinned: tuple = ()  # readable results of the role's own active retrieval (TurnView|LoreView)
@@ -137,12 +137,14 @@ def gather(inp: PackInput, *, keep_all_monologues: bool = False) -> View:
     if digest is not None and not can_read(digest.audience, role, omniscient=omniscient):
         digest = None
 
-    def retrievable(t: TurnView) -> bool:
+    def neighbour(t: TurnView) -> bool:
         return readable_turn(t, role, omniscient) and (omniscient or t.kind != "monologue")
 
-    # Kept in the caller's order: that is the rank, best first.
-    extra = tuple(t for t in inp.retrieval_turns if retrievable(t))
-    around = tuple(t for t in inp.retrieval_context if retrievable(t))
+    # Kept in the caller's order: that is the rank, best first. A hit may be the role's
+    # own monologue (its older plans, found when the input asks for them); a neighbour
+    # is the exchange around a hit, never a monologue but for judges.
+    extra = tuple(t for t in inp.retrieval_turns if readable_turn(t, role, omniscient))
+    around = tuple(t for t in inp.retrieval_context if neighbour(t))
     pinned = tuple(
         item
         for item in inp.pinned_retrieval

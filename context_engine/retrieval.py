@@ -3,9 +3,12 @@
 Candidates are only what the reader may already see (the `View` filtered them):
 
 - turns: the caller's ranked hits (`View.retrieval_turns`, best first: BM25 over the
-  role's readable turns, `context_engine.ranking`, computed by the loader from the
-  database's full-text index or by the Arena's replay in memory), each followed by its
-  neighbouring readable turns (`View.retrieval_context`), the exchange around an answer;
+  role's readable turns, its own monologues included, `context_engine.ranking`, computed
+  by the loader from the database's full-text index or by the Arena's replay in memory),
+  each followed by its neighbouring readable turns (`View.retrieval_context`), the
+  exchange around an answer. A monologue is never a neighbour (but for judges, who read
+  them all): an agent's own older plan is found when the input asks for it, and is shown
+  as the monologue section shows it (``(private thought)``);
 - facts: lore entries the frozen section did not define in full and archived (cold)
   state fields, ranked by BM25 against the same query.
 
@@ -19,6 +22,7 @@ retrieved again. Retrieval stays on at every strain tier: it is a local index re
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -107,25 +111,33 @@ def search_memory(
     query: ranking.Query,
     turns: Sequence[TurnView],
     preset_name: str,
+    *,
+    omniscient: bool = False,
 ) -> tuple[tuple[TurnView, ...], tuple[TurnView, ...]]:
     """(hits, their neighbours) from ``turns`` in memory: what the loader reads from the
     database for a pack, for callers that hold the whole readable history (the Arena's
-    replay, tests). ``turns`` must be exactly what the role may read."""
-    shown = sorted((t for t in turns if t.kind != "monologue"), key=lambda t: (t.seq, t.id))
-    if not query or not shown:
+    replay, tests). ``turns`` must be exactly what the role may read (its own monologues
+    among them); ``omniscient``: the reader is a judge, whose neighbours may be
+    monologues (as `campaigns.reads.search.hit_query` decides)."""
+    readable = sorted(turns, key=lambda t: (t.seq, t.id))
+    if not query or not readable:
         return (), ()
-    docs = [(t.id, t.seq, t.content, t.tokens or textops.count(t.content)) for t in shown]
+    docs = [(t.id, t.seq, t.content, t.tokens or textops.count(t.content)) for t in readable]
     postings = ranking.postings_of(query, docs)
     chosen = preset(preset_name)
     ids = ranked_hits(query, postings, chosen.hits)
-    index = {t.id: i for i, t in enumerate(shown)}
-    hits = tuple(shown[index[i]] for i in ids)
+    by_id = {t.id: t for t in readable}
+    hits = tuple(by_id[i] for i in ids)
+    shown = readable if omniscient else [t for t in readable if t.kind != "monologue"]
+    seqs = [t.seq for t in shown]
     around: dict[int, TurnView] = {}
     openers: dict[int, TurnView] = {}
     for turn in shown:
         openers.setdefault(turn.round, turn)
     for hit in hits:
-        for turn in (*_neighbours(hit, shown, index, chosen.neighbours), openers[hit.round]):
+        near = _neighbours(hit, shown, seqs, chosen.neighbours)
+        opener = openers.get(hit.round)
+        for turn in (*near, *([opener] if opener is not None else [])):
             around[turn.id] = turn
     return hits, tuple(sorted(around.values(), key=lambda t: t.seq))
 
@@ -167,12 +179,14 @@ def _facts(
     return hits
 
 
-def _neighbours(hit: TurnView, known: list[TurnView], index: dict[int, int], count: int) -> list:
-    """The ``count`` nearest readable turns on each side of ``hit``, nearest first."""
-    at = index[hit.id]
+def _neighbours(hit: TurnView, known: list[TurnView], seqs: list[int], count: int) -> list:
+    """The ``count`` nearest turns of ``known`` (seq-sorted, ``seqs`` their seqs) on each
+    side of ``hit``, nearest first; ``hit`` itself need not be among them (an own
+    monologue, which is no neighbour)."""
+    first, after = bisect_left(seqs, hit.seq), bisect_right(seqs, hit.seq)
     out: list[TurnView] = []
-    for distance in range(1, count + 1):
-        for position in (at + distance, at - distance):  # the reply first, then the cue
+    for distance in range(count):
+        for position in (after + distance, first - 1 - distance):  # the reply, then the cue
             if 0 <= position < len(known):
                 out.append(known[position])
     return out
@@ -190,8 +204,10 @@ def rank(
 ) -> list[Hit]:
     """The candidates in priority order (see the module doc).
 
-    ``hits`` are ranked turns (best first); ``known`` every readable turn the caller
-    loaded (window, hits, their neighbours), in which a hit's neighbours are found;
+    ``hits`` are ranked turns (best first; a player's own monologues among them);
+    ``known`` every readable turn the caller loaded that may be a neighbour (window,
+    hits, their neighbours; monologues only for judges), in which a hit's neighbours are
+    found, by story position;
     ``exclude`` the refs already in the pack (the recent window).
     """
     out: list[Hit] = []
@@ -206,18 +222,18 @@ def rank(
     chosen = preset(preset_name)
     out += [h for h in _facts(query, chosen.facts, lore, cold_fields) if h.ref not in placed]
     ordered = sorted({t.id: t for t in known}.values(), key=lambda t: (t.seq, t.id))
-    index = {t.id: i for i, t in enumerate(ordered)}
+    seqs = [t.seq for t in ordered]
     top = list(hits[: chosen.hits])
-    around = {
-        hit.id: _neighbours(hit, ordered, index, chosen.neighbours) if hit.id in index else []
-        for hit in top
-    }
+    around = {hit.id: _neighbours(hit, ordered, seqs, chosen.neighbours) for hit in top}
     # A round's opening turn, when it states a date, dates every hit of that round (the
     # loader fetches it with the hit; the first known turn of a round is that opener).
     openers: dict[int, TurnView] = {}
     for turn in ordered:
         openers.setdefault(turn.round, turn)
-    dated = {hit.id: [openers[hit.round]] if states_date(openers[hit.round]) else [] for hit in top}
+    dated = {}
+    for hit in top:
+        opener = openers.get(hit.round)
+        dated[hit.id] = [opener] if opener is not None and states_date(opener) else []
     # The best hits bring their exchange at once; then the other hits; then theirs.
     order = [t for hit in top[:NEIGHBOURS_FIRST] for t in (hit, *dated[hit.id], *around[hit.id])]
     order += top[NEIGHBOURS_FIRST:]

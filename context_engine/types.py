@@ -216,7 +216,8 @@ class HistoryNeeds:
     ``round >= from_round``; hinge turns with ``round >= hinge_from_round``; the last
     ``last_turns`` visible turns *not counting the role's own monologues*; the role's
     own last ``monologue_count`` monologues; the ``retrieval_candidates`` best-ranked
-    readable turns for the retrieval query (`context_engine.retrieval.query_for`, BM25,
+    readable turns (the role's own monologues among them) for the retrieval query
+    (`context_engine.retrieval.query_for`, BM25,
     passed as ``PackInput.retrieval_turns`` best first) and the ``retrieval_neighbours``
     nearest readable turns on each side of each (``PackInput.retrieval_context``).
     ``None`` means "nothing by that rule". The engine re-filters whatever

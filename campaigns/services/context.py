@@ -273,9 +273,10 @@ def _ranked_retrieval(experiment_id: int, viewer: Viewer, needs, query, dm_roles
     query_rows = search.postings_query(
         experiment_id=experiment_id, viewer=viewer, words=words, span=span
     )
-    for index, turn_id, seq, _round, tokens, kind in query_rows.rows() if query_rows else ():
-        if viewer.omniscient or kind != "monologue":
-            postings[words[index]].append(Posting(turn_id, seq, tokens))
+    # Every readable turn ranks, the role's own monologues too (the selectors give a
+    # player its own and no other's): an agent's older plans are found when asked for.
+    for index, turn_id, seq, _round, tokens, _kind in query_rows.rows() if query_rows else ():
+        postings[words[index]].append(Posting(turn_id, seq, tokens))
     ids = ranked_hits(query, postings, needs.retrieval_candidates)
     if not ids:
         return (), ()

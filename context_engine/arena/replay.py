@@ -286,7 +286,9 @@ class Replay:
         if needs.retrieval_candidates:
             query = query_for(input_text, [t for t in turns if t.content], self.participants)
             readable = [self.turns[i] for i in visible]
-            retrieval, around = search_memory(query, readable, config.retrieval_preset)
+            retrieval, around = search_memory(
+                query, readable, config.retrieval_preset, omniscient=omniscient
+            )
         return PackInput(
             role=role,
             participants=self.participants,

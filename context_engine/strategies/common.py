@@ -255,10 +255,10 @@ def hinge_anchors(
 
 
 def retrieval_known(view: View) -> list[TurnView]:
-    """Every readable turn the pack was given that retrieval may show or use as a hit's
+    """Every readable turn the pack was given that retrieval may use as a hit's
     neighbour: the loaded turns, the ranked hits and their neighbours; no monologues
-    except for judges (an agent's own older monologues reach it through its strategic
-    summary)."""
+    except for judges (an agent's own monologue reaches retrieval only as a ranked hit,
+    `View.retrieval_turns`, never as the exchange around another hit)."""
     turns = (*view.turns, *view.retrieval_turns, *view.retrieval_context)
     return [t for t in turns if view.omniscient or t.kind != "monologue"]
 

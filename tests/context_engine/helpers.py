@@ -149,5 +149,5 @@ def with_retrieval(inp: PackInput) -> PackInput:
     judge = any(p.role == inp.role and p.kind == "judge" for p in inp.participants)
     readable = [t for t in inp.turns if readable_turn(t, inp.role, judge)]
     query = query_for(inp.input_text, readable, inp.participants)
-    hits, around = search_memory(query, readable, inp.config.retrieval_preset)
+    hits, around = search_memory(query, readable, inp.config.retrieval_preset, omniscient=judge)
     return replace(inp, retrieval_turns=hits, retrieval_context=around)

@@ -190,3 +190,55 @@ def test_a_restored_digest_version_is_the_one_in_the_next_pack(campaign, owner):
     summary_restore(summary=first, user=owner)
     assert "FIRST DIGEST TEXT" in digest_text()
     assert "SECOND DIGEST TEXT" not in digest_text()
+
+
+@pytest.mark.parametrize(
+    "input_text", ["Where do I plan to slip away to?", "the lantern vault oath", "salt"]
+)
+def test_the_loader_ranks_monologues_as_the_in_memory_replay_does(owner, input_text):
+    """The loader's hits and neighbours (full-text postings, SQL) are exactly what
+    `search_memory` ranks over the role's readable turns (the Arena's replay): a player's
+    own monologues rank in both, another's in neither, a judge's every one in both."""
+    from campaigns.reads import adapters
+    from campaigns.services.context import pack_input_for_role
+    from campaigns.services.experiments import participant_create
+    from context_engine.retrieval import query_for, search_memory
+
+    experiment = make_experiment(owner=owner, roles=("DM", "Thorin", "Cassia"))
+    participant_create(experiment=experiment, role="Oracle", kind="judge")
+    places = ["lantern vault", "salt marsh", "oath stone", "ember gate"]
+    for round_ in range(1, 31):
+        place = places[round_ % len(places)]
+        make_turn(experiment, round=round_, content=f"Round {round_}: rain on the {place}.")
+        make_turn(experiment, round=round_, speaker="Thorin", kind="action", content="I wait.")
+        for player in ("Thorin", "Cassia"):
+            make_turn(
+                experiment, round=round_, speaker=player, kind="monologue",
+                content=f"I will slip away to the {place} when the moon is dark.",
+                visibility=[player],
+            )  # fmt: skip
+        make_turn(experiment, round=round_, kind="gm_note", content=f"The {place} hides salt.")
+    Experiment.objects.filter(pk=experiment.pk).update(current_round=30)
+    for role in ("DM", "Thorin", "Cassia", "Oracle"):
+        loaded = pack_input_for_role(experiment=experiment, role=role, input_text=input_text)
+        viewer = selectors.viewer_for_role(experiment=experiment, role=role)
+        readable = adapters.turn_views(
+            selectors.turns_visible_to(experiment=experiment, viewer=viewer).order_by("seq")
+        )
+        query = query_for(input_text, [t for t in loaded.turns if t.content], loaded.participants)
+        hits, around = search_memory(
+            query, readable, loaded.config.retrieval_preset, omniscient=viewer.omniscient
+        )
+        assert [t.id for t in loaded.retrieval_turns] == [t.id for t in hits], role
+        assert sorted(t.id for t in loaded.retrieval_context) == sorted(
+            t.id for t in around if t.id not in {h.id for h in hits}
+        ), role
+        speakers = {t.speaker for t in hits if t.kind == "monologue"}
+        if role in ("Thorin", "Cassia") and "slip" in input_text:
+            assert speakers == {role}, role
+        if role == "DM":
+            assert not speakers
+        if role == "Oracle" and "slip" in input_text:
+            assert speakers == {"Thorin", "Cassia"}
+        if not viewer.omniscient:
+            assert all(t.kind != "monologue" for t in loaded.retrieval_context), role

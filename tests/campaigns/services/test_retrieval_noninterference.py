@@ -75,3 +75,77 @@ def test_the_comparison_sees_retrieval_work():
     experiment = _write(script, hidden=False)
     text = "\n".join(_text(experiment, "where is the brass key"))
     assert "brass key sleeps in the vault" in text.split("## Retrieved memories")[1]
+
+
+# --- monologues: an agent's own older plans rank; another's never do (SPEC §4, §5.6) ----
+
+
+def _with_monologues(script, *, plant: str | None) -> Experiment:
+    """``script`` (see `step`) as a campaign in which Thorin thought his plan in round 2,
+    long before the window; ``plant``: the text of a monologue Cassia thinks in round 3."""
+    experiment = make_experiment(config={"budgets": {"recent": 300, "retrieval": 400}})
+    make_turn(experiment, round=1, speaker="DM", kind="narrative", content="dune salt raven")
+    make_turn(
+        experiment,
+        round=2,
+        speaker="Thorin",
+        kind="monologue",
+        content="I will slip away to the ember vault when the moon is dark.",
+        visibility=["Thorin"],
+    )
+    if plant is not None:
+        make_turn(
+            experiment, round=3, speaker="Cassia", kind="monologue", content=plant,
+            visibility=["Cassia"],
+        )  # fmt: skip
+    round_ = 3
+    for jump, speaker, text, _ in script:
+        round_ += jump > 10
+        make_turn(experiment, round=round_, speaker=speaker, kind="action", content=text)
+    for later in (round_, round_):  # Thorin's newest two: the monologue section's own
+        make_turn(
+            experiment, round=later, speaker="Thorin", kind="monologue", content="dune dune",
+            visibility=["Thorin"],
+        )  # fmt: skip
+    Experiment.objects.filter(pk=experiment.pk).update(current_round=round_)
+    return experiment
+
+
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(script=st.lists(step, min_size=30, max_size=50), question=sentence)
+def test_another_players_monologue_matching_the_input_word_for_word_changes_nothing(
+    script, question
+):
+    """Cassia thinks, word for word, what Thorin asks: his pack is the same byte for byte
+    as in the campaign where she never thought it, and holds nothing of it."""
+    plant = f"{question} — {question}"
+    without = _text(_with_monologues(script, plant=None), question)
+    planted = _with_monologues(script, plant=plant)
+    assert _text(planted, question) == without
+    assert plant not in "\n".join(without)
+    # Thorin's own planted plan still ranks, so the comparison holds a monologue hit.
+    pack = "\n".join(_text(planted, "where will I slip away to the ember vault"))
+    assert "Thorin (private thought): I will slip away to the ember vault" in pack
+
+
+def test_a_players_own_older_monologue_is_retrieved_as_their_private_thought():
+    """Control: the plan Thorin thought in round 2 — older than the two monologues the
+    monologue section shows — comes back when he asks for it, labelled as the monologue
+    section labels it, once; Cassia's, in the same words, does not."""
+    script = [(11 if i % 4 == 0 else 0, SPEAKERS[i % 3], f"dune {i} salt", []) for i in range(60)]
+    experiment = _with_monologues(
+        script, plant="I will slip away to the ember vault when the moon is dark."
+    )
+    sections = _text(experiment, "Where do I plan to slip away to?")
+    text = "\n".join(sections)
+    retrieved = text.split("## Retrieved memories")[1]
+    own = "I will slip away to the ember vault when the moon is dark."
+    assert f"[R2] Thorin (private thought): {own}" in retrieved
+    assert text.count("slip away to the ember vault") == 1  # Cassia's identical one: nowhere
+    recent = next(s for s in sections if s.startswith("recent "))
+    assert recent.count("Thorin (private thought): dune dune") == 2  # the section's own two
+    assert "dune dune" not in retrieved  # shown there, not repeated here
