@@ -241,6 +241,7 @@
     } else if (name === "turn") {
       refreshSoon(true);
     } else if (name === "waiting") {
+      state.waiting = data; // whom the round waits for (every page's round bar says it)
       refreshSoon(false);
     }
   }

@@ -341,6 +341,11 @@ def test_a_players_page_shows_your_turn_as_soon_as_the_round_waits_for_them(
     page.locator("#your-turn").wait_for(timeout=3_000)  # the idle poll would take 15 s
     assert time.monotonic() - waited < 3
     assert "Your turn, Thorin." in page.locator("#round-status").inner_text()
+    # Told by the stream's ``waiting`` event (sent once the Job's status has committed).
+    assert page.evaluate("window.babelLive.waiting") == {
+        "round": job.result["round"],
+        "role": "Thorin",
+    }
     narration = Turn.objects.filter(experiment=experiment, speaker="DM").first()
     page.locator("#timeline li.turn", has_text=narration.content[:30]).wait_for(timeout=3_000)
 
