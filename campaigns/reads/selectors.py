@@ -535,3 +535,26 @@ def live_channels_for_audience(visibility) -> list[str]:
 def live_channels_for_held(review: Iterable[str]) -> list[str]:
     """The channels of a draft the output guard held: the owner's and its reviewers'."""
     return [LIVE_OWNER, *(live_held_channel(role) for role in sorted(set(review)))]
+
+
+def live_channels_for_turn(turn: Turn) -> list[str]:
+    """The channels of the readers of a stored ``turn`` (the ``turn`` event), by the
+    same rules as `turns_visible_to`: held, its reviewers (the owner's channel and those
+    of the roles its stored review audience names); a monologue, its speaker; else its
+    stored visibility (null: everyone). A corrupt visibility fails closed: the
+    omniscient readers only."""
+    value = turn.visibility
+    roles = (
+        list(value)
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value)
+        else None
+    )
+    if turn.held_at is not None:
+        return live_channels_for_held(roles or ())
+    if turn.kind == Turn.Kind.MONOLOGUE:
+        return live_channels_for_audience([turn.speaker])
+    if value is None:
+        return live_channels_for_audience(None)
+    if roles is None:
+        return [LIVE_ALL]
+    return live_channels_for_audience(roles)

@@ -23,6 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from campaigns.models import Experiment, OutputHold, Turn, VisibilityChange
+from campaigns.services import live_turns
 from campaigns.services.memory.reveals import after_reveal
 from campaigns.services.turns import turn_create
 from campaigns.validation import clean_content, max_content_chars
@@ -87,6 +88,7 @@ def held_turn_edit(*, experiment: Experiment, turn: Turn, user, content: object)
     over the experiment's limit; on ``turn`` if it is no longer held."""
     locked, _hold = _locked(experiment, turn)
     _set_content(experiment, locked, content)
+    live_turns.announce(locked)  # its reviewers' held view
     return locked
 
 
@@ -97,6 +99,7 @@ def held_turn_publish(*, experiment: Experiment, turn: Turn, user, content: obje
     if content is not None:
         _set_content(experiment, locked, content)
     old = locked.visibility
+    before = live_turns.channels_now(locked)  # its reviewers
     locked.visibility = hold.visibility
     locked.held_at = None
     locked.save(update_fields=["visibility", "held_at"])
@@ -111,6 +114,7 @@ def held_turn_publish(*, experiment: Experiment, turn: Turn, user, content: obje
         user=user if getattr(user, "pk", None) else None,
     )
     after_reveal(change=change)
+    live_turns.announce(locked, before=before)
     return locked
 
 
@@ -119,6 +123,7 @@ def held_turn_discard(*, experiment: Experiment, turn: Turn, user) -> OutputHold
     """Withdraw a held turn: it leaves the log; the hold keeps the model's text."""
     locked, hold = _locked(experiment, turn)
     _decide(hold, OutputHold.Status.DISCARDED, user)
+    live_turns.announce(locked, before=live_turns.channels_now(locked), gone=True)
     locked.delete()
     hold.refresh_from_db()
     return hold

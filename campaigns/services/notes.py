@@ -17,6 +17,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from campaigns.models import Experiment, LoreEntry, LoreRevision, Summary, Turn, TurnRevision
+from campaigns.services import live_turns
 from campaigns.services.dispatch import send_on_commit
 from campaigns.services.lore import actor_for
 from campaigns.services.turns import may_move_clock, turn_create
@@ -85,6 +86,7 @@ def note_update(*, turn: Turn, user, content: str) -> Turn:
     note.save(update_fields=["content", "tokens"])
     _rederive(note, user=user)
     send_on_commit("hydrate_turn", note.pk)
+    live_turns.announce(note)
     return note
 
 
@@ -94,6 +96,7 @@ def note_delete(*, turn: Turn, user) -> TurnRevision:
     note = _locked_note(turn)
     revision = record_revision(note, user=user, action=TurnRevision.Action.DELETE)
     _rederive(note, user=user)
+    live_turns.announce(note, before=live_turns.channels_now(note), gone=True)
     note.delete()
     return revision
 

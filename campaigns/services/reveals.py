@@ -24,6 +24,7 @@ from django.db import IntegrityError, transaction
 
 from campaigns.models import Experiment, Participant, Turn, VisibilityChange
 from campaigns.reads.selectors import dm_roles
+from campaigns.services import live_turns
 from campaigns.services.memory.reveals import after_reveal
 from campaigns.validation import clean_visibility
 from context_engine.visibility import parse_stored_visibility
@@ -66,9 +67,11 @@ def turn_reveal(*, experiment: Experiment, turn: Turn, visibility, user=None) ->
         round=round_now,
         user=user if getattr(user, "pk", None) else None,
     )
+    before = live_turns.channels_now(locked)
     locked.visibility = new
     locked.save(update_fields=["visibility"])
     after_reveal(change=change)
+    live_turns.announce(locked, before=before)
     return change
 
 

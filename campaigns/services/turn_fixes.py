@@ -45,6 +45,7 @@ from campaigns.models import (
     Turn,
     TurnRevision,
 )
+from campaigns.services import live_turns
 from campaigns.services.dispatch import send_on_commit
 from campaigns.services.lore import actor_for
 from campaigns.services.notes import record_revision, rewind_digests
@@ -97,6 +98,7 @@ def _replace_text(turn: Turn, *, user, content: str) -> Turn:
     rewind_digests(turn)
     _lore_follows(turn, old=old, user=user)
     send_on_commit("rehydrate_edit", revision.pk)
+    live_turns.announce(turn)
     return turn
 
 

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from campaigns.models import Experiment, Turn
 from campaigns.reads.selectors import is_editor
+from campaigns.services import live_turns
 from campaigns.services.memory import commands as memory_commands
 from campaigns.services.reveals import secrets_reveal_due
 from campaigns.validation import (
@@ -154,4 +155,5 @@ def turn_create(
         secrets_reveal_due(experiment_id=locked.pk, round_now=turn.round)  # ask 7: re-derive
     # Memory work (hydrator; summarizer when a round just finished) runs after commit.
     memory_commands.after_turn_created(turn=turn, previous_round=last["round"])
+    live_turns.announce(turn)  # its readers' open pages refresh after commit
     return turn

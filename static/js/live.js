@@ -1,11 +1,11 @@
 // Babel: watch a round live (issue 25). The campaign page subscribes to its SSE endpoint
 // (`data-live-url` on #live; a view-as page passes the same ?as=) and shows each agent's
 // answer growing in place, with who is writing; a stored answer replaces its draft when the
-// timeline is re-rendered. While the stream is open, the round bar's 4-second poll gives
-// way to it: the bar is refreshed when the stream says something moved, and checked at the
-// idle pace (every 15 s) for what the stream does not carry — a human's post, a round now
-// waiting for a human. The markup keeps the poll: it is the no-JavaScript path, and it
-// runs at its own pace again whenever the stream is down.
+// timeline is re-rendered. While the stream is open, the round bar's poll gives way to it
+// entirely: the bar and the timeline are refreshed when the stream says something moved (a
+// step stored, a turn stored or changed, the round's progress, the round now waiting for a
+// human). The markup keeps the poll: it is the no-JavaScript path, and it runs at its own
+// pace again whenever the stream is down.
 //
 // Events (server side: campaigns/console/views/live.py):
 //   hello     {}                  first on every connection: an id to resume from
@@ -17,6 +17,10 @@
 //   withdrawn {draft_id}          the answer will not be shown (held, or replaced by a retry)
 //   stored    {draft_id, turns?}  the answer is stored: the timeline shows it now
 //   progress  {round, percent, message?}  the round bar (the message: the owner's only)
+//   turn      {turns?}            a turn this page may read was stored or changed outside a
+//             model's step (a human's post, a note, a reveal, an edit): refresh
+//   waiting   {round, role}       the round now waits for that human: refresh the round bar
+//             (and with it the composer: "Your turn")
 // Every event carries an id; a reconnect sends the last one back (the browser's own
 // Last-Event-ID, or ?last_event_id= when this script reopens the stream), so nothing is lost
 // and nothing comes twice. Pieces are numbered per draft (seq), so a piece seen twice (a page
@@ -45,7 +49,7 @@
     lastId: "",
     drafts: {}, // draft_id → {round, step, speaker, kind, text, seq, ended, stored, gap}
     allowStatus: 0, // round-bar requests this script asked for itself
-    lastCheck: 0, // when the round bar last asked the server (poll or refresh)
+    polls: 0, // round-bar polls that went to the server (not this script's refreshes)
     retry: 1000,
     events: 0, // events applied (tests read it)
   };
@@ -147,18 +151,33 @@
     if (request && request.then) request.then(done, done); else done();
   }
 
-  // While the stream is open the round bar's poll runs at the idle pace at most (the
-  // requests this script makes itself always go).
-  var IDLE_CHECK_MS = 15000;
+  // Several events in a row (a step's turns, its ``stored``, its progress) make one refresh
+  // of the round bar and, when turns moved, of the timeline.
+  var pending = null;
+  function refreshSoon(turns) {
+    if (!pending) {
+      pending = { turns: false };
+      window.setTimeout(function () {
+        var wanted = pending;
+        pending = null;
+        refreshStatus();
+        if (wanted.turns && window.htmx) window.htmx.trigger(document.body, "turns-changed");
+      }, 100);
+    }
+    if (turns) pending.turns = true;
+  }
+
+  // While the stream is open the round bar does not poll: the stream says when it moved
+  // (the requests this script makes itself always go).
   document.addEventListener("htmx:beforeRequest", function (event) {
     var source = event.detail && event.detail.elt;
     if (!source || source.id !== "round-status") return;
-    var now = Date.now();
-    if (state.open && state.allowStatus <= 0 && now - state.lastCheck < IDLE_CHECK_MS) {
+    if (state.allowStatus > 0) return;
+    if (state.open) {
       event.preventDefault();
       return;
     }
-    state.lastCheck = now;
+    state.polls += 1;
   });
 
   // A re-rendered timeline holds the stored turns: their drafts go.
@@ -195,8 +214,7 @@
       remove(id);
     } else if (name === "stored") {
       if (d) { d.ended = true; d.stored = true; render(id); }
-      refreshStatus();
-      if (window.htmx) window.htmx.trigger(document.body, "turns-changed");
+      refreshSoon(true);
       // Filtered out of this timeline (or the refresh failed): it still goes.
       window.setTimeout(function () { if (state.drafts[id] && state.drafts[id].stored) remove(id); }, 15000);
     } else if (name === "progress") {
@@ -219,7 +237,12 @@
         if (jump) jump.remove();
         syncJump();
       }
-      refreshStatus();
+      refreshSoon(false);
+    } else if (name === "turn") {
+      refreshSoon(true);
+    } else if (name === "waiting") {
+      state.waiting = data; // whom the round waits for (every page's round bar says it)
+      refreshSoon(false);
     }
   }
 
@@ -275,7 +298,12 @@
     state.source = source;
     source.addEventListener("open", function () {
       state.retry = 1000;
+      var was = state.open;
       setOpen(true);
+      // The poll stops now: look once for what it would have seen since its last look (a
+      // fresh connection starts at the newest event, after the page was rendered); the
+      // round bar's answer refreshes the timeline too when it has new turns.
+      if (!was) refreshSoon(false);
     });
     source.addEventListener("error", function () {
       setOpen(false); // the round bar polls again until the stream is back
@@ -285,7 +313,7 @@
         state.retry = Math.min(state.retry * 2, 30000);
       }
     });
-    ["hello", "draft", "draft_end", "withdrawn", "stored", "progress"].forEach(function (name) {
+    ["hello", "draft", "draft_end", "withdrawn", "stored", "progress", "turn", "waiting"].forEach(function (name) {
       source.addEventListener(name, handler(name));
     });
   }

@@ -34,7 +34,9 @@ def test_a_human_players_round_is_driven_through_the_console(browser, live_serve
     shot(dm, "round-waiting-dm")
 
     prompt = thorin.locator("#your-turn")
-    prompt.wait_for(timeout=30_000)  # the idle poller asks every 15 s
+    # The live server is WSGI (no stream; test_live_round has the ASGI page, told at once):
+    # the idle poller asks every 15 s.
+    prompt.wait_for(timeout=30_000)
     assert "Your turn, Thorin." in thorin.locator("#round-status").inner_text()
     assert "The round is waiting for you, Thorin." in prompt.inner_text()
     shot(thorin, "round-waiting-player")

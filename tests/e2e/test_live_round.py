@@ -6,8 +6,9 @@ The DM sees every answer grow; each player sees the public answers and their own
 grow, and never the other player's whisper or the GM note — not in a draft, not anywhere
 on the page. One player's stream is closed and reopened mid-answer, the other player's page
 is reloaded mid-answer: both end with drafts equal to the stored turns, nothing lost and
-nothing twice. While a page's stream is open and busy, the round bar's 4-second poll is
-silent (every round-bar request is one the stream asked for).
+nothing twice. While a page's stream is open, the round bar does not poll at all (every
+round-bar request is one the stream asked for); a human player's page says "Your turn" as
+soon as the round waits for them, and a DM's post reaches it the same way.
 
 Screenshots of the pages mid-stream (1280 and 390 px) go to ``artifacts/console/``.
 """
@@ -25,7 +26,8 @@ from django.db import connection
 from playwright.sync_api import expect
 
 from campaigns.models import Job, Turn
-from campaigns.services.relay import round_create, round_run
+from campaigns.services.notes import note_create
+from campaigns.services.relay import human_turn_create, round_create, round_run
 from tests.factories import make_experiment, make_user
 from tests.standins.server import Reply
 
@@ -268,7 +270,7 @@ def test_a_round_streams_to_each_page_only_what_it_may_read(
         assert set(headers) == {"refresh"}, (name, headers)
 
 
-def test_the_round_bar_polls_while_the_stream_is_down_and_idles_while_it_is_up(
+def test_the_round_bar_polls_while_the_stream_is_down_and_not_while_it_is_up(
     browser, asgi_server, contexts, settings
 ):
     owner = make_user("live_poll_owner")
@@ -298,13 +300,70 @@ def test_the_round_bar_polls_while_the_stream_is_down_and_idles_while_it_is_up(
     page.wait_for_timeout(9_000)
     assert [at for at, header in polls if at > down and header is None], polls
 
-    # Back up: the 4-second poll stops; the bar is checked at the idle pace (15 s) only,
-    # for what the stream does not carry (a human's post, a round waiting for a human).
+    # Back up: the poll stops altogether — not even the idle pace (15 s): the stream
+    # carries everything the bar shows (steps, turns, a round waiting for a human).
     page.unroute("**/live/**")
     page.locator("#live-state", has_text="live").wait_for(timeout=40_000)
     up = time.monotonic()
-    page.wait_for_timeout(8_000)
+    page.wait_for_timeout(17_000)
     assert not [at for at, header in polls if at > up and header is None], polls
-    page.wait_for_timeout(12_000)
-    checks = [at for at, header in polls if at > up and header is None]
-    assert len(checks) == 1, polls
+
+
+def test_a_players_page_shows_your_turn_as_soon_as_the_round_waits_for_them(
+    browser, asgi_server, contexts
+):
+    """A human's seat: the round bar and the composer say "Your turn" within a couple of
+    seconds of the round starting to wait (the ``waiting`` event; no poll runs while the
+    stream is open). A DM's public narration reaches the player's timeline the same way
+    (``turn``); a GM note sends the player's page nothing at all."""
+    owner = make_user("live_wait_owner")
+    player = make_user("live_wait_thorin")
+    experiment = make_experiment(owner=owner, roles=("DM", "Thorin", "Cassia"))
+    experiment.participants.update(model="offline")
+    experiment.participants.filter(role="Thorin").update(user=player, model="human")
+    context, page = _sign_in(browser, asgi_server, player.username)
+    contexts.append(context)
+    polls: list[str | None] = []
+    page.on(
+        "request",
+        lambda request: (
+            "part=round_status" in request.url and polls.append(request.headers.get("x-babel-live"))
+        ),
+    )
+    _watch(page, f"{asgi_server.url}/campaigns/{experiment.pk}/")
+    assert page.locator("#your-turn").count() == 0
+
+    job = round_create(experiment=experiment, user=owner)
+    round_run(job_id=job.pk)  # the DM narrates (offline), then the round waits for Thorin
+    job.refresh_from_db()
+    assert job.status == Job.Status.WAITING, job.message
+    waited = time.monotonic()
+    page.locator("#your-turn").wait_for(timeout=3_000)  # the idle poll would take 15 s
+    assert time.monotonic() - waited < 3
+    assert "Your turn, Thorin." in page.locator("#round-status").inner_text()
+    # Told by the stream's ``waiting`` event (sent once the Job's status has committed).
+    assert page.evaluate("window.babelLive.waiting") == {
+        "round": job.result["round"],
+        "role": "Thorin",
+    }
+    narration = Turn.objects.filter(experiment=experiment, speaker="DM").first()
+    page.locator("#timeline li.turn", has_text=narration.content[:30]).wait_for(timeout=3_000)
+
+    # The DM posts: a public narration reaches the page at once; a GM note, nothing.
+    events = page.evaluate("window.babelLive.events")
+    note = note_create(
+        experiment=experiment, user=owner, speaker="DM", content="Zorbelhaven stirs below."
+    )
+    page.wait_for_timeout(1_500)
+    assert page.evaluate("window.babelLive.events") == events, "a GM note reached a player"
+    human_turn_create(
+        experiment=experiment,
+        user=owner,
+        speaker="DM",
+        kind="narrative",
+        content="A bell rings twice from the drowned chapel.",
+    )
+    page.locator("#timeline li.turn", has_text="drowned chapel").wait_for(timeout=3_000)
+    assert note.content not in page.content()
+    # Every round-bar request was one the stream asked for: no poll while it was open.
+    assert polls and set(polls) == {"refresh"}, polls

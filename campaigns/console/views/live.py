@@ -30,6 +30,14 @@ The contract (what the console's JavaScript builds on):
   step is stored; reload the timeline, whose turns replace the draft.
 - ``event: progress`` — ``{"round", "percent"}`` (+ ``"message"``, e.g. "Round 16:
   Cassia acting…", for the owner): the round bar.
+- ``event: turn`` — ``{}`` (``{"turns": [ids]}`` for omniscient readers): a turn this
+  viewer reads was stored or changed outside a model's step (a human's post, a DM's note
+  or whisper, an edit, a reveal, a held turn published or discarded); reload the timeline
+  and the round bar. Sent only on the channels of the turn's readers (before and after
+  the change), after its transaction commits (`campaigns.services.live_turns`).
+- ``event: waiting`` — ``{"round", "role"}``: the round now waits for that human's post
+  (every viewer: the round bar tells everyone whom the round waits for); reload the
+  round bar, which says "Your turn" to that human.
 - ``: keep-alive`` comment lines every `HEARTBEAT_SECONDS`.
 
 Drafts carry no turn id, position or count a player could not otherwise see: draft ids

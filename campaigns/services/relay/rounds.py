@@ -26,6 +26,7 @@ from campaigns.services.relay.common import (
     stale_after,
 )
 from campaigns.services.relay.runner import _Round
+from campaigns.services.relay.streaming import publish_progress
 
 log = logging.getLogger(__name__)
 
@@ -174,8 +175,14 @@ def round_run(
             except Exception:
                 log.exception("round job %s: the clock could not be set back", job_id)
         clock = f"; the clock stays at round {run.round - 1}" if back and run else ""
-        _update_job(
-            job_id, status=Job.Status.FAILED, message=f"Round failed{clock}: {_describe(exc)}"
+        message = f"Round failed{clock}: {_describe(exc)}"
+        _update_job(job_id, status=Job.Status.FAILED, message=message)
+        # Open pages hear that the round ended (they no longer poll while the stream is up).
+        publish_progress(
+            experiment_id=job.experiment_id,
+            round_=run.round if run is not None else job.experiment.current_round,
+            percent=100,
+            message=message,
         )
     job = Job.objects.filter(pk=job_id).first()
     if continue_play and job is not None and job.status not in ACTIVE:

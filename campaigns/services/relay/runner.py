@@ -21,6 +21,7 @@ from campaigns.services.relay.common import (
     _update_job,
 )
 from campaigns.services.relay.steps import _StepFailed, _Steps
+from campaigns.services.relay.streaming import publish_waiting
 from campaigns.services.reveals import secrets_reveal_due
 from context_engine.relay import ACT, ANSWER, HESITATE, NARRATE, Step, Whisper
 from context_engine.visibility import parse_stored_visibility
@@ -125,6 +126,14 @@ class _Round(_Steps):
                 f"Round {self.round}: waiting for {step.role}",
                 status=Job.Status.WAITING,
                 result=self.result,
+            )
+            transaction.on_commit(
+                partial(
+                    publish_waiting,
+                    experiment_id=self.experiment.pk,
+                    round_=self.round,
+                    role=step.role,
+                )
             )
             if isinstance(seconds, int):
                 transaction.on_commit(

@@ -27,6 +27,10 @@ Events (``data`` fields):
 - ``stored``: ``draft_id`` (+ ``turns`` on omniscient channels) — the step is stored:
   the timeline now has its turns, which replace the draft
 - ``progress``: ``round, percent`` (+ ``message`` on the owner's channel)
+- ``waiting``: ``round, role`` — the round now waits for that human (`publish_waiting`)
+
+Stored turns that no model step wrote (a human's post, a DM's note, a reveal, an edit)
+are announced by `campaigns.services.live_turns` (the ``turn`` event).
 """
 
 from __future__ import annotations
@@ -254,3 +258,16 @@ def publish_progress(*, experiment_id: int, round_: int, percent: int, message: 
     public = {"round": round_, "percent": percent}
     live.publish(experiment_id, [selectors.LIVE_ALL, selectors.LIVE_PUBLIC], "progress", public)
     live.publish(experiment_id, [selectors.LIVE_OWNER], "progress", {**public, "message": message})
+
+
+def publish_waiting(*, experiment_id: int, round_: int, role: str) -> None:
+    """The round now waits for ``role``'s post: every page, as the round bar tells every
+    reader of the campaign whom the round waits for (`relay.waiting_for`: roles are the
+    public cast list). Call it after the Job's ``waiting`` status has committed, so a
+    page that refreshes its round bar on it reads "Your turn"."""
+    live.publish(
+        experiment_id,
+        [selectors.LIVE_ALL, selectors.LIVE_PUBLIC],
+        "waiting",
+        {"round": round_, "role": role},
+    )
