@@ -156,7 +156,8 @@ def test_a_round_streams_to_each_page_only_what_it_may_read(
     experiment.participants.filter(role="Thorin").update(user=thorin)
     experiment.participants.filter(role="Cassia").update(user=cassia)
     openai_standin.chunk_words = 2
-    openai_standin.chunk_delay = 0.12
+    # Slow enough that a busy 2-core machine still sees each answer grow between looks.
+    openai_standin.chunk_delay = 0.3
     openai_standin.script([Reply(NARRATION), Reply(THORIN), Reply(CASSIA), Reply(ANSWERS)])
 
     url = f"{asgi_server.url}/campaigns/{experiment.pk}/"

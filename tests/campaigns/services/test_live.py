@@ -7,6 +7,7 @@ import asyncio
 import os
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -77,13 +78,20 @@ def test_a_reader_waits_for_the_next_event(broker):
     assert [e.data for e in events] == [{"m": "x"}]
 
 
+def run_apart(coroutine):
+    """Run ``coroutine`` on an event loop of its own thread: the browser tests' Playwright
+    keeps a loop running in this thread for the rest of the session."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 def test_the_async_read_gets_the_same_events(broker):
     cid = campaign_id()
     positions = broker.heads(cid, ["public"])
     broker.publish(cid, ["public"], "draft", {"n": 1})
-    events = asyncio.run(broker.aread(cid, positions, timeout=1))
+    events = run_apart(broker.aread(cid, positions, timeout=1))
     assert [e.data for e in events] == [{"n": 1}]
-    assert asyncio.run(broker.aread(cid, {"public": events[-1].id}, timeout=0.1)) == []
+    assert run_apart(broker.aread(cid, {"public": events[-1].id}, timeout=0.1)) == []
 
 
 def test_a_foreign_or_tampered_last_event_id_starts_the_reader_live():
