@@ -410,11 +410,14 @@ class StandinServer:
         Ollama do; True (recorded in `abandoned`) when the client closed it first."""
         started = time.monotonic()
         sock = handler.connection
+        # poll(), not select(): a long test session's descriptors pass select()'s 1024.
+        watch = select.poll()
+        watch.register(sock, select.POLLIN)
         while True:
             left = seconds - (time.monotonic() - started)
             if left <= 0 or self._stopping.is_set():
                 return self._stopping.is_set()
-            readable, _, _ = select.select([sock], [], [], min(left, 0.05))
+            readable = watch.poll(min(left, 0.05) * 1000)
             if readable:
                 try:
                     gone = sock.recv(1, socket.MSG_PEEK) == b""
