@@ -286,17 +286,9 @@ class GeminiClient:
             if name in _BLOCKED_FINISH:
                 raise PermanentLLMError(f"Gemini stopped the answer: {name}")
 
-    @staticmethod
-    def _text_of(response: types.GenerateContentResponse) -> str:
-        feedback = response.prompt_feedback
-        if feedback is not None and feedback.block_reason is not None:
-            raise PermanentLLMError(f"Gemini blocked the prompt: {feedback.block_reason}")
-        candidates = response.candidates or []
-        if candidates:
-            reason = candidates[0].finish_reason
-            name = getattr(reason, "value", reason)
-            if name in _BLOCKED_FINISH:
-                raise PermanentLLMError(f"Gemini stopped the answer: {name}")
+    @classmethod
+    def _text_of(cls, response: types.GenerateContentResponse) -> str:
+        cls._check_blocked(response)
         try:
             text = response.text
         except (ValueError, AttributeError) as exc:  # pragma: no cover - SDK specific
