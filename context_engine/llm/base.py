@@ -9,6 +9,7 @@ errors, 429, 5xx); everything else goes straight to the deterministic fallback.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import time
@@ -306,3 +307,20 @@ def schema_instruction(schema: dict) -> str:
         "Reply with one JSON object only, no prose and no code fence, matching this "
         "JSON Schema: " + json.dumps(schema, sort_keys=True)
     )
+
+
+def _transport_errors(name: str) -> tuple[type[BaseException], ...]:
+    """The SDKs run on httpx or its fork httpx2, whichever is installed (a stream read
+    raises theirs directly): catch both."""
+    found: list[type[BaseException]] = []
+    for module_name in ("httpx", "httpx2"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        found.append(getattr(module, name))
+    return tuple(found)
+
+
+TIMEOUT_ERRORS = _transport_errors("TimeoutException")
+TRANSPORT_ERRORS = _transport_errors("TransportError")

@@ -9,7 +9,6 @@ respect the JSON shape; we still validate, because a proxy or a stand-in may not
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,6 +31,12 @@ from context_engine.llm.base import (
     split_system,
     validate_json,
 )
+from context_engine.llm.base import (
+    TIMEOUT_ERRORS as _TIMEOUT_ERRORS,
+)
+from context_engine.llm.base import (
+    TRANSPORT_ERRORS as _TRANSPORT_ERRORS,
+)
 from context_engine.llm.usage import (
     Completion,
     GenerationOptions,
@@ -43,20 +48,6 @@ from context_engine.llm.usage import (
 _TRANSIENT_STATUS = {408, 429, 500, 502, 503, 504}
 
 
-def _transport_errors(name: str) -> tuple[type[BaseException], ...]:
-    """The SDK runs on httpx or its fork httpx2, whichever is installed; catch both."""
-    found: list[type[BaseException]] = []
-    for module_name in ("httpx", "httpx2"):
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        found.append(getattr(module, name))
-    return tuple(found)
-
-
-_TIMEOUT_ERRORS = _transport_errors("TimeoutException")
-_TRANSPORT_ERRORS = _transport_errors("TransportError")
 _BLOCKED_FINISH = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION"}
 
 

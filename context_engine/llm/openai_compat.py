@@ -13,7 +13,6 @@ loosely.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import time
@@ -36,6 +35,12 @@ from context_engine.llm.base import (
     schema_instruction,
     validate_json,
 )
+from context_engine.llm.base import (
+    TIMEOUT_ERRORS as _TIMEOUT_ERRORS,
+)
+from context_engine.llm.base import (
+    TRANSPORT_ERRORS as _TRANSPORT_ERRORS,
+)
 from context_engine.llm.usage import (
     Completion,
     GenerationOptions,
@@ -48,21 +53,6 @@ from context_engine.tokens import count
 
 log = logging.getLogger(__name__)
 
-
-def _transport_errors(name: str) -> tuple[type[BaseException], ...]:
-    """The SDK runs on httpx or its fork httpx2; a stream read raises theirs directly."""
-    found: list[type[BaseException]] = []
-    for module_name in ("httpx", "httpx2"):
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        found.append(getattr(module, name))
-    return tuple(found)
-
-
-_TIMEOUT_ERRORS = _transport_errors("TimeoutException")
-_TRANSPORT_ERRORS = _transport_errors("TransportError")
 
 _TRANSIENT_STATUS = {408, 409, 429}
 _FORMAT_WORDS = ("json_schema", "response_format")  # a refusal of the format names it
