@@ -10,6 +10,8 @@ and `/search` itself (`search_turns`), which ranks like a pack's retrieval.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import groupby
+from operator import itemgetter
 
 from django.db import connection
 from django.db.models import BooleanField, OuterRef, Subquery
@@ -173,24 +175,12 @@ def _pg_search(key, viewer, before_round, limit, columns) -> Precompiled:
     single query would give, visibility applied to both tiers by the same selector-built
     SQL.
     """
-
-    def everything(slots, n):
-        if before_round is None:
-            return _tier(slots, viewer, columns, limit, 0, slots.int("cap"), n)
-        return _tier(slots, viewer, columns, limit, 0, slots.int("recent_from"), n)
-
-    older = _exact(("older", *key), everything, limit)
     if before_round is None:
-        return older
-
-    def recent(slots, n):
-        return _tier(
-            slots, viewer, columns, limit, slots.int("recent_from"), slots.int("before_round"), n
-        )
-
+        return _exact(("older", *key), viewer, columns, limit, (0, "cap"))
+    older = _exact(("older", *key), viewer, columns, limit, (0, "recent_from"))
     found = _joined.get(key)
     if found is None:
-        first = _exact(("recent", *key), recent, limit)
+        first = _exact(("recent", *key), viewer, columns, limit, ("recent_from", "before_round"))
         sql = (
             f"WITH recent AS MATERIALIZED ({first.sql}) SELECT * FROM recent UNION ALL "
             f"SELECT * FROM ({older.sql}) AS older WHERE (SELECT count(*) FROM recent) < "
@@ -200,38 +190,76 @@ def _pg_search(key, viewer, before_round, limit, columns) -> Precompiled:
     return found
 
 
-def _tier(slots, viewer, columns, limit, round_from, round_to, n):
-    """The newest ``limit`` readable turns among the newest ``n`` matches in the rounds."""
+# A tier's newest ``scan_limit`` matches (of any audience), read once: the bounded search
+# filters them, and their count says whether the scan stopped short of the end.
+_PG_SCANNED = "SELECT id FROM babel_turn_matches(%s, %s, %s, %s, %s)"
+_PG_FROM_SCANNED = '"campaigns_turn"."id" = ANY(ARRAY(SELECT id FROM scanned))'
+
+
+def _tier(slots, viewer, columns, limit, rounds, n):
+    """The newest ``limit`` readable turns among the newest ``n`` matches in the rounds
+    (``n`` None: among the matches the statement's ``scanned`` CTE read)."""
     from django.db.models.expressions import RawSQL
 
-    matches = [slots.int("experiment"), slots.str("query"), round_from, round_to, n]
+    if n is None:
+        condition = RawSQL(_PG_FROM_SCANNED, [], BooleanField())
+    else:
+        round_from, round_to = (
+            slots.int(bound) if isinstance(bound, str) else bound for bound in rounds
+        )
+        matches = [slots.int("experiment"), slots.str("query"), round_from, round_to, n]
+        condition = RawSQL(_PG_MATCHES, matches, BooleanField())
     matching = selectors.turns_visible_to(
         experiment=slots.int("experiment"), viewer=slot_viewer(slots, viewer)
-    ).filter(RawSQL(_PG_MATCHES, matches, BooleanField()))
+    ).filter(condition)
     return matching.order_by("-seq").values_list(*columns)[:limit]
 
 
-def _exact(key, build, limit: int) -> Precompiled:
-    """``build`` over the newest ``scan_limit`` matches, and over all of them when those
-    held fewer than ``limit`` readable turns: visibility is applied before any limit that
-    could drop a readable match. (Hidden matches — 510 GM notes using a word — must not
-    push a player's own turn out of the newest ``scan_limit``.) Exactly one branch gives
-    rows; the unbounded one runs only when the bounded one fell short, and then costs
-    little unless many matches are unreadable."""
+def _exact(key, viewer, columns, limit: int, rounds: tuple) -> Precompiled:
+    """The newest ``limit`` readable matches in ``rounds`` (each bound a literal or a slot
+    name): first among the newest ``scan_limit`` matches, and among all of them only when
+    those held fewer than ``limit`` readable turns *and* the scan stopped at
+    ``scan_limit`` (it did not reach the oldest match). Visibility is applied before any
+    limit that could drop a readable match. (Hidden matches — 510 GM notes using a word —
+    must not push a player's own turn out of the newest ``scan_limit``.) Exactly one
+    branch gives rows, the same rows either way; the unbounded one runs only when the
+    bounded scan was cut short, so a word with fewer matches than ``scan_limit`` is
+    scanned once."""
     found = _joined.get(("exact", *key))
     if found is None:
         bounded = compile_once(
-            ("bounded", *key), lambda slots: build(slots, slots.int("scan_limit"))
+            ("bounded", *key), lambda slots: _tier(slots, viewer, columns, limit, rounds, None)
         )
-        unbounded = compile_once(("unbounded", *key), lambda slots: build(slots, slots.int("cap")))
-        short = f"(SELECT count(*) FROM bounded_hits) < {int(limit)}"
+        unbounded = compile_once(
+            ("unbounded", *key),
+            lambda slots: _tier(slots, viewer, columns, limit, rounds, slots.int("cap")),
+        )
+        scanned_params = (
+            ("experiment", None),
+            ("query", None),
+            *((bound, None) if isinstance(bound, str) else (None, bound) for bound in rounds),
+            ("scan_limit", None),
+        )
+        short = (
+            f"(SELECT count(*) FROM bounded_hits) < {int(limit)} "
+            "AND (SELECT count(*) FROM scanned) >= %s"
+        )
         sql = (
-            f"WITH bounded_hits AS MATERIALIZED ({bounded.sql}) SELECT * FROM bounded_hits "
-            f"WHERE NOT {short} UNION ALL SELECT * FROM ({unbounded.sql}) AS all_hits "
+            f"WITH scanned AS MATERIALIZED ({_PG_SCANNED}), "
+            f"bounded_hits AS MATERIALIZED ({bounded.sql}) SELECT * FROM bounded_hits "
+            f"WHERE NOT ({short}) UNION ALL SELECT * FROM ({unbounded.sql}) AS all_hits "
             f"WHERE {short}"
         )
         found = _joined[("exact", *key)] = Precompiled(
-            sql, (*bounded.params, *unbounded.params), bounded.columns
+            sql,
+            (
+                *scanned_params,
+                *bounded.params,
+                ("scan_limit", None),
+                *unbounded.params,
+                ("scan_limit", None),
+            ),
+            bounded.columns,
         )
     return found
 
@@ -268,10 +296,10 @@ def postings_query(
     *, experiment_id: int, viewer: Viewer, words: list[str], span: IdSpan | None = None
 ) -> Query | None:
     """Per word, the newest `ranking.DF_CAP` readable turns that contain it, in one
-    statement: rows ``(word index, id, seq, round, tokens, kind)``, each word's newest
-    first. These are the postings `retrieval.ranked_hits` ranks by. Visibility is applied
-    before the cap (the same selector-built search as `search_turn_query`, once per word;
-    ``span`` as there)."""
+    statement: rows ``(word index, id, seq, tokens, round)``, by word, each word's newest
+    first (`postings_by_word` makes them the postings `retrieval.ranked_hits` ranks by).
+    Visibility is applied before the cap (the same selector-built search as
+    `search_turn_query`, once per word; ``span`` as there)."""
     from context_engine.ranking import DF_CAP
 
     parts = [
@@ -282,7 +310,7 @@ def postings_query(
             before_round=None,
             limit=DF_CAP,
             scan_limit=selectors.SEARCH_SCAN_LIMIT,
-            columns=("id", "seq", "round", "tokens", "kind"),
+            columns=POSTING_COLUMNS,
             span=span,
         )
         for word in words
@@ -301,6 +329,8 @@ def postings_query(
             + ", ".join(f"w{i} AS MATERIALIZED ({one.sql})" for i in range(len(parts)))
             + " "
             + " UNION ALL ".join(f"SELECT {i} AS word, w{i}.* FROM w{i}" for i in range(len(parts)))
+            # By word, newest first: sorted by the database, not row by row in Python.
+            + " ORDER BY 1, 3 DESC"
         )
         params = [
             (f"{i}.{name}" if name is not None else None, literal)
@@ -314,11 +344,26 @@ def postings_query(
     values = {
         f"{i}.{name}": value for i, part in enumerate(parts) for name, value in part.values.items()
     }
+    return Query(found, values)
 
-    def newest_per_word(rows: list[tuple]) -> list[tuple]:
-        return sorted(rows, key=lambda row: (row[0], -row[2]))
 
-    return Query(found, values, newest_per_word)
+POSTING_COLUMNS = ("id", "seq", "tokens", "round")
+
+
+def postings_by_word(
+    words: list[str], rows: list[tuple], before_round: int | None = None
+) -> dict[str, list[tuple[int, int, int]]]:
+    """`postings_query` rows as each word's postings ``(turn id, seq, tokens)`` (the
+    shape of `ranking.Posting`), newest first; only turns of rounds before
+    ``before_round`` when given. Plain tuples, sliced from the rows: at 50,000 turns a
+    pack reads about 1,300 of them."""
+    postings: dict[str, list[tuple[int, int, int]]] = {word: [] for word in words}
+    for index, group in groupby(rows, itemgetter(0)):
+        if before_round is None:
+            postings[words[index]] = [row[1:4] for row in group]
+        else:
+            postings[words[index]] = [row[1:4] for row in group if row[4] < before_round]
+    return postings
 
 
 def hit_query(*, experiment_id: int, viewer: Viewer, hit_ids: list[int], neighbours: int) -> Query:
@@ -403,16 +448,13 @@ def search_turns(
     engine (`postings_query`: PostgreSQL tsvector + GIN, SQLite FTS5), audience-filtered
     before anything is counted. Ties go to the newer turn.
     """
-    from context_engine.ranking import Posting, make_query
+    from context_engine.ranking import make_query
     from context_engine.retrieval import ranked_hits
 
     experiment_id = experiment if isinstance(experiment, int) else experiment.pk
     query = make_query(text)
     found_rows = postings_query(experiment_id=experiment_id, viewer=viewer, words=query.words)
-    postings: dict[str, list[Posting]] = {word: [] for word in query.words}
-    for index, turn_id, seq, round_, tokens, _kind in found_rows.rows() if found_rows else ():
-        if before_round is None or round_ < before_round:
-            postings[query.words[index]].append(Posting(turn_id, seq, tokens))
-    ids = ranked_hits(query, postings, limit)
+    rows = found_rows.rows() if found_rows else []
+    ids = ranked_hits(query, postings_by_word(query.words, rows, before_round), limit)
     found = Turn.objects.in_bulk(ids)
     return [found[turn_id] for turn_id in ids if turn_id in found]

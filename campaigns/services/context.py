@@ -36,7 +36,6 @@ from campaigns.reads.selectors import Viewer
 from campaigns.services.memory.retrieval import PINS_READ, pinned_from_rows
 from context_engine.commands import history_needs
 from context_engine.pack import build_pack
-from context_engine.ranking import Posting
 from context_engine.retrieval import query_for, ranked_hits
 from context_engine.types import ModelWindow, Pack, PackInput, ParticipantView
 from context_engine.visibility import audience_key
@@ -269,14 +268,12 @@ def _ranked_retrieval(experiment_id: int, viewer: Viewer, needs, query, dm_roles
     if not needs.retrieval_candidates or not query:
         return (), ()
     words = query.words
-    postings: dict[str, list[Posting]] = {word: [] for word in words}
     query_rows = search.postings_query(
         experiment_id=experiment_id, viewer=viewer, words=words, span=span
     )
     # Every readable turn ranks, the role's own monologues too (the selectors give a
     # player its own and no other's): an agent's older plans are found when asked for.
-    for index, turn_id, seq, _round, tokens, _kind in query_rows.rows() if query_rows else ():
-        postings[words[index]].append(Posting(turn_id, seq, tokens))
+    postings = search.postings_by_word(words, query_rows.rows() if query_rows else [])
     ids = ranked_hits(query, postings, needs.retrieval_candidates)
     if not ids:
         return (), ()
