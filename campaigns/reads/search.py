@@ -3,7 +3,7 @@
 Beside the pack loader's other reads (`campaigns.reads.packs`) and built the same way,
 from the selectors' rules: the newest readable matches of words on each database's own
 engine (`search_turn_query`), a query's postings for the engine's BM25 ranking
-(`postings_query`), the hits with their neighbours (`hit_query`, `turns_by_id_query`),
+(`postings_query`), the hits with their neighbours (`hit_query`),
 and `/search` itself (`search_turns`), which ranks like a pack's retrieval.
 """
 
@@ -15,6 +15,7 @@ from operator import itemgetter
 
 from django.db import connection
 from django.db.models import BooleanField, OuterRef, Subquery
+from django.db.models.expressions import RawSQL
 
 from campaigns.models import Experiment, Turn
 from campaigns.reads import selectors
@@ -199,8 +200,6 @@ _PG_FROM_SCANNED = '"campaigns_turn"."id" = ANY(ARRAY(SELECT id FROM scanned))'
 def _tier(slots, viewer, columns, limit, rounds, n):
     """The newest ``limit`` readable turns among the newest ``n`` matches in the rounds
     (``n`` None: among the matches the statement's ``scanned`` CTE read)."""
-    from django.db.models.expressions import RawSQL
-
     if n is None:
         condition = RawSQL(_PG_FROM_SCANNED, [], BooleanField())
     else:
@@ -367,14 +366,19 @@ def postings_by_word(
 
 
 def hit_query(*, experiment_id: int, viewer: Viewer, hit_ids: list[int], neighbours: int) -> Query:
-    """The ranked hits' rows, each with the ids of its ``neighbours`` nearest readable
-    turns on each side (no monologues but for judges) and of its round's first readable
-    turn: ``TURN_COLUMNS`` then ``before0, after0, before1, after1, …, opening``.
-    "Nearest" and "first" are decided on readable turns only, so what a viewer cannot
-    read moves no neighbour."""
-    slots_count = _padded_size(len(hit_ids))
+    """The ranked hits' rows and their neighbours' rows, in one statement.
 
-    def build(slots):
+    Rows are ``(is_hit, *TURN_COLUMNS, before0, after0, before1, after1, …, opening)``: a
+    hit (``is_hit`` 1) with the ids of its ``neighbours`` nearest readable turns on each
+    side (no monologues but for judges) and of its round's first readable turn; then
+    each of those turns that is not itself a hit (``is_hit`` 0, the id columns null).
+    "Nearest" and "first" are decided on readable turns only, so what a viewer cannot
+    read moves no neighbour; every row passes the selector's turn rule."""
+    slots_count = _padded_size(len(hit_ids))
+    around_names = [f"{side}{k}" for k in range(neighbours) for side in ("before", "after")]
+    around_names.append("opening")
+
+    def build_hits(slots):
         visible = selectors.turns_visible_to(
             experiment=slots.int("experiment"), viewer=slot_viewer(slots, viewer)
         ).order_by()
@@ -400,32 +404,34 @@ def hit_query(*, experiment_id: int, viewer: Viewer, hit_ids: list[int], neighbo
             Turn.objects.filter(id__in=ids)
             .filter(rule)
             .annotate(**around)
-            .values_list(*TURN_COLUMNS, *around)
+            .values_list(*TURN_COLUMNS, *around_names)
         )
 
-    compiled = compile_once(
-        ("hits", statement_shape(viewer), slots_count, neighbours), build, prepare=True
-    )
+    def build_near(slots):
+        # The neighbours the hits named, by primary key with the selector's turn rule.
+        named = " UNION ".join(f"SELECT {name} FROM hits" for name in around_names)
+        rule = selectors._turn_rule(slot_viewer(slots, viewer))
+        return (
+            Turn.objects.filter(id__in=RawSQL(named, []))
+            .exclude(id__in=RawSQL("SELECT id FROM hits", []))
+            .filter(rule)
+            .values_list(*TURN_COLUMNS)
+        )
+
+    key = ("hits", statement_shape(viewer), slots_count, neighbours)
+    compiled = _joined.get(key)
+    if compiled is None:
+        hits = compile_once(("hit-rows", *key[1:]), build_hits)
+        near = compile_once(("hit-neighbours", *key[1:]), build_near)
+        padding = ", ".join("NULL" for _ in around_names)
+        sql = (
+            f"WITH hits AS MATERIALIZED ({hits.sql}) SELECT 1 AS is_hit, hits.* FROM hits "
+            f"UNION ALL SELECT 0, near.*, {padding} FROM ({near.sql}) AS near"
+        )
+        compiled = _joined[key] = Precompiled(sql, (*hits.params, *near.params), prepare=True)
     padded = [*hit_ids, *([0] * (slots_count - len(hit_ids)))]
     values = {f"hit{i}": hit_id for i, hit_id in enumerate(padded)}
     return Query(compiled, slot_values(viewer, experiment=experiment_id, **values))
-
-
-def turns_by_id_query(*, viewer: Viewer, ids: list[int]) -> Query:
-    """Readable turns with these ids (the hits' neighbours), ``TURN_COLUMNS``."""
-    size = _padded_size(len(ids))
-
-    def build(slots):
-        # By primary key with the selector's turn rule (see `hit_query`): the ids are
-        # neighbours the hit query read in this experiment.
-        rule = selectors._turn_rule(slot_viewer(slots, viewer))
-        ids = [slots.int(f"id{i}") for i in range(size)]
-        return Turn.objects.filter(id__in=ids).filter(rule).values_list(*TURN_COLUMNS)
-
-    compiled = compile_once(("by-id", statement_shape(viewer), size), build, prepare=True)
-    padded = [*ids, *([0] * (size - len(ids)))]
-    values = {f"id{i}": turn_id for i, turn_id in enumerate(padded)}
-    return Query(compiled, slot_values(viewer, **values))
 
 
 def _padded_size(count: int) -> int:

@@ -12,10 +12,10 @@ visibility-filtered ones live in `campaigns.reads.packs`, built from the selecto
 own rules. Queries for the default (`layered`) strategy: experiment + world state +
 newest round (1), participants (1), last command events (1), window + hinge anchors (1),
 own monologues (1), lore (1), digest + strategic summary (1), pins (1), then ranked
-retrieval (`_ranked_retrieval`: postings, hits with their neighbours' ids, neighbours: 3)
-— at most eleven statements at 100 turns or 50,000; on PostgreSQL `precompiled.run_all`
+retrieval (`_ranked_retrieval`: postings, then the hits with their neighbours: 2)
+— at most ten statements at 100 turns or 50,000; on PostgreSQL `precompiled.run_all`
 sends the first eight in two round trips (experiment/participants/events, then the
-rest), and the three retrieval statements are prepared too. `full_history` loads
+rest), and the two retrieval statements are prepared too. `full_history` loads
 everything it is asked to.
 
 `pack_for_role` answers from `campaigns.services.pack_cache` when nothing a pack reads
@@ -264,7 +264,7 @@ def _ranked_retrieval(experiment_id: int, viewer: Viewer, needs, query, dm_roles
     """The retrieval hits, best first, and their neighbours (SPEC §5.8): the postings of
     the query's words from the full-text index (one statement), ranked by the engine
     (`retrieval.ranked_hits`, as the Arena's replay ranks), then the hits' rows with
-    their neighbours' ids, then those neighbours (one statement each)."""
+    their neighbours' rows (one statement each)."""
     if not needs.retrieval_candidates or not query:
         return (), ()
     words = query.words
@@ -284,13 +284,8 @@ def _ranked_retrieval(experiment_id: int, viewer: Viewer, needs, query, dm_roles
         neighbours=needs.retrieval_neighbours,
     ).rows()
     width = len(packs.TURN_COLUMNS)
-    by_id = {row[0]: row[:width] for row in rows}
+    by_id = {row[1]: row[1 : 1 + width] for row in rows if row[0]}
     hits = tuple(adapters.turn_view_row(by_id[i], dm_roles) for i in ids if i in by_id)
-    near = sorted({n for row in rows for n in row[width:] if n is not None} - set(by_id))
-    if not near:
-        return hits, ()
-    found = search.turns_by_id_query(viewer=viewer, ids=near).rows()
-    around = tuple(
-        adapters.turn_view_row(row, dm_roles) for row in sorted(found, key=lambda r: r[1])
-    )
+    near = sorted((row[1 : 1 + width] for row in rows if not row[0]), key=lambda row: row[1])
+    around = tuple(adapters.turn_view_row(row, dm_roles) for row in near)
     return hits, around
