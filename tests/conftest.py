@@ -48,6 +48,18 @@ def _fresh_cache(settings):
     pack_cache.clear()  # the per-process pack cache too
     yield
     AxesProxyHandler.implementation = None
+    _close_redis_pools()
+
+
+def _close_redis_pools() -> None:
+    """Disconnect the test's Redis cache connections: Django's cache ``close()`` keeps
+    them, and each test's own cache (its own key prefix) opened a pool that otherwise
+    stayed open until garbage collection — about a socket for every test."""
+    from django.core.cache import caches
+
+    for cache in caches.all(initialized_only=True):
+        for pool in getattr(getattr(cache, "_cache", None), "_pools", {}).values():
+            pool.disconnect()
 
 
 @pytest.fixture(autouse=True)
