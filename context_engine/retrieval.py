@@ -221,19 +221,24 @@ def rank(
         placed.add(out[-1].ref)
     chosen = preset(preset_name)
     out += [h for h in _facts(query, chosen.facts, lore, cold_fields) if h.ref not in placed]
+    top = list(hits[: chosen.hits])
+    if not top:  # pinned results and facts only: no neighbours to find
+        return out
     ordered = sorted({t.id: t for t in known}.values(), key=lambda t: (t.seq, t.id))
     seqs = [t.seq for t in ordered]
-    top = list(hits[: chosen.hits])
     around = {hit.id: _neighbours(hit, ordered, seqs, chosen.neighbours) for hit in top}
     # A round's opening turn, when it states a date, dates every hit of that round (the
     # loader fetches it with the hit; the first known turn of a round is that opener).
     openers: dict[int, TurnView] = {}
     for turn in ordered:
         openers.setdefault(turn.round, turn)
+    dating: dict[int, bool] = {}  # by opener id: many hits share a round's opener
     dated = {}
     for hit in top:
         opener = openers.get(hit.round)
-        dated[hit.id] = [opener] if opener is not None and states_date(opener) else []
+        if opener is not None and opener.id not in dating:
+            dating[opener.id] = states_date(opener)
+        dated[hit.id] = [opener] if opener is not None and dating[opener.id] else []
     # The best hits bring their exchange at once; then the other hits; then theirs.
     order = [t for hit in top[:NEIGHBOURS_FIRST] for t in (hit, *dated[hit.id], *around[hit.id])]
     order += top[NEIGHBOURS_FIRST:]
