@@ -102,3 +102,27 @@
     if (bar) bar.value = Math.round((event.detail.loaded / event.detail.total) * 100);
   });
 })();
+
+// A turn's inline edit survives the timeline's own refreshes (the live stream, a finished
+// job): re-rendering the timeline replaced the row and dropped what the DM was typing.
+// While an edit form is open in it the timeline does not refresh; once the form closes
+// (saved or cancelled) it refreshes once if anything asked it to meanwhile.
+(function () {
+  "use strict";
+  var missed = false;
+  function editing(timeline) {
+    return !!(timeline && timeline.querySelector("form.turn-edit"));
+  }
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var source = event.detail && event.detail.elt;
+    if (!source || source.id !== "timeline" || !editing(source)) return;
+    event.preventDefault();
+    missed = true;
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    var timeline = document.getElementById("timeline");
+    if (!missed || !timeline || editing(timeline) || !window.htmx) return;
+    missed = false;
+    window.htmx.trigger(document.body, "turns-changed");
+  });
+})();

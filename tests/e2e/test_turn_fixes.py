@@ -10,6 +10,7 @@ import pytest
 from campaigns.models import Job, Turn, TurnRevision
 from campaigns.services.relay import round_start
 from tests.e2e.test_console import demo, shot, sign_in  # noqa: F401 (demo is a fixture)
+from tests.factories import make_turn
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
@@ -58,3 +59,40 @@ def test_the_dm_edits_and_regenerates_turns_in_the_browser(browser, live_server,
     assert "The fog parts over the drowned bell." in thorin.content()
     assert thorin.locator("button", has_text="Regenerate").count() == 0
     assert thorin.locator(".turn-fix").count() == 0
+
+
+def test_an_open_edit_keeps_its_text_when_the_timeline_is_told_to_refresh(
+    browser,
+    live_server,
+    demo,  # noqa: F811
+):
+    narrative = Turn.objects.filter(experiment=demo, kind="narrative").order_by("-seq").first()
+    dm = browser.new_context().new_page()
+    sign_in(dm, live_server, "demo")
+    dm.goto(f"{live_server.url}/campaigns/{demo.pk}/")
+    dm.locator(f"#turn-{narrative.seq}").locator("a", has_text="Edit").click()
+    area = dm.locator(f"#turn-{narrative.seq} textarea[name=content]")
+    area.fill("The bell tolls twice, and the DM is still typing")
+    refreshes = []
+    dm.on(
+        "request",
+        lambda request: (
+            refreshes.append(request.url)
+            if request.method == "GET" and request.headers.get("hx-target") == "timeline"
+            else None
+        ),
+    )
+    # A turn arrives meanwhile, and the page is told as the live stream and finished
+    # jobs tell it.
+    make_turn(demo, round=demo.current_round, content="A gull lands on the rail.")
+    dm.evaluate("htmx.trigger(document.body, 'turns-changed')")
+    dm.wait_for_timeout(1000)
+    assert refreshes == []
+    assert area.input_value() == "The bell tolls twice, and the DM is still typing"
+    assert "A gull lands on the rail." not in dm.locator("#timeline").inner_text()
+
+    dm.locator(f"#turn-{narrative.seq}").locator("button", has_text="Save").click()
+    # Closed, the timeline makes the refresh it held back: the new turn shows.
+    dm.locator("#timeline", has_text="A gull lands on the rail.").wait_for()
+    dm.locator(f"#turn-{narrative.seq}", has_text="The bell tolls twice").wait_for()
+    assert len(refreshes) == 1
