@@ -205,8 +205,8 @@ if _db["ENGINE"].endswith("sqlite3"):
     _db["OPTIONS"].setdefault("transaction_mode", "IMMEDIATE")
     # A page cache that holds a long campaign's hot pages (SQLite's default is 2 MiB):
     # ranked retrieval looks up a thousand turns by id at 50,000 turns, and with the
-    # default each lookup went to the operating system for its page (`make bench`: a
-    # pack at 50,000 turns 15.0 -> 12.0 ms). Allocated as used, per connection.
+    # default each lookup went to the operating system for its page (the README's pack
+    # speed table). Allocated as used, per connection.
     _db["OPTIONS"].setdefault(
         "init_command", f"PRAGMA cache_size=-{_int('BABEL_SQLITE_CACHE_KIB', 65536, minimum=0)}"
     )
