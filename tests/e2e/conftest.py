@@ -9,13 +9,16 @@ import pytest
 from tests.services import chromium_path, unavailable
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
     path = chromium_path()
     if path is None:
         unavailable("Chromium is not installed (apt-get install chromium)")
     # Playwright's sync API runs an event loop in this thread; the ORM calls the tests make
-    # around it are ordinary synchronous calls.
+    # around it are ordinary synchronous calls. One browser per module, not per session:
+    # while Playwright is open this thread counts as inside a running event loop, so a
+    # later module's test that calls an async view through Django's test client (which
+    # refuses to run inside a loop) would fail or pass by the order the tests ran in.
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     from playwright.sync_api import sync_playwright
 

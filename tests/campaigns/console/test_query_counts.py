@@ -56,6 +56,10 @@ def test_each_page_costs_the_same_queries_at_100_and_5000_turns(client, owner):
         experiment.owner = owner
         experiment.save(update_fields=["owner"])
     client.force_login(owner)
+    # One unmeasured pass first: what a process pays once (its first use of a page, of a
+    # lookup Django keeps per process) is not a per-turn cost, and whether an earlier test
+    # in this process paid it already depends on the order the tests ran in.
+    counts(client, small)
     # The dashboard lists both campaigns in both runs; everything else is per campaign.
     at_100 = counts(client, small)
     at_5000 = counts(client, big)
