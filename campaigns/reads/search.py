@@ -26,17 +26,34 @@ from campaigns.reads.selectors import Viewer
 # --- full-text retrieval -----------------------------------------------------------------
 
 # PostgreSQL: the newest ``scan_limit`` matches of an experiment in a round range, from
-# `babel_turn_matches` (migration 0022). Which plan is best (the GIN index, or the
+# `babel_turn_match_rows` (migration 0033). Which plan is best (the GIN index, or the
 # experiment's btree with the words checked row by row) depends on the values, so the
 # function plans its statement on every call with them: a generic plan, blind to them,
 # walked a small campaign's turns computing to_tsvector on each. Turns an import left
 # outside the GIN index are matched too, only while the experiment has a `SearchBacklog`
-# row. The caller's statement reads the turns of these ids by primary key (``= ANY`` of an
-# array: an IN subquery was planned, on a small table, as a join to a scan of every turn)
-# and applies visibility to them.
-_PG_MATCHES = (
-    '"campaigns_turn"."id" = ANY(ARRAY(SELECT id FROM babel_turn_matches(%s, %s, %s, %s, %s)))'
+# row. The function returns each match's `MATCH_ROW_COLUMNS`, and the caller's statement
+# applies the selector's visibility rule to those rows as it would to the table's (they
+# stand in for "campaigns_turn" under its own name). A search for other columns (the
+# text) reads the turns of the matched ids by primary key (``= ANY`` of an array: an IN
+# subquery was planned, on a small table, as a join to a scan of every turn) and applies
+# visibility to them.
+_PG_MATCH_ROWS = "babel_turn_match_rows(%s, %s, %s, %s, %s)"
+# What the function returns: the postings' columns and every column the selector's turn
+# rule reads. A rule that came to read another column fails loudly here ("column does not
+# exist"), it never reads past the rule.
+MATCH_ROW_COLUMNS = (
+    "id",
+    "seq",
+    "round",
+    "tokens",
+    "experiment_id",
+    "held_at",
+    "visibility",
+    "kind",
+    "speaker",
 )
+_PG_MATCHES = f'"campaigns_turn"."id" = ANY(ARRAY(SELECT id FROM {_PG_MATCH_ROWS}))'
+_TABLE_FROM = ' FROM "campaigns_turn" WHERE '
 RECENT_SEARCH_ROUNDS = 250  # ~2,000 turns at 8 a round; more rounds only when too few hit
 # SQLite: FTS5 rows are keyed by the negated turn id (migration 0008), so ascending rowid
 # order is newest first and FTS5 walks its doclists lazily: with the join below and a
@@ -51,7 +68,6 @@ RECENT_SEARCH_ROUNDS = 250  # ~2,000 turns at 8 a round; more rounds only when t
 # the join's experiment filter (the selector's, as ever) drops other campaigns' turns;
 # where the span is mostly other campaigns' turns, the walk keeps the experiment token.
 # Both give exactly the same rows: the newest ``limit`` readable matches.
-_SQLITE_FROM = ' FROM "campaigns_turn" WHERE '
 _SQLITE_JOIN = (
     ' FROM "campaigns_turn_fts" CROSS JOIN "campaigns_turn"'
     ' ON "campaigns_turn"."id" = -"campaigns_turn_fts"."rowid"'
@@ -193,13 +209,14 @@ def _pg_search(key, viewer, before_round, limit, columns) -> Precompiled:
 
 # A tier's newest ``scan_limit`` matches (of any audience), read once: the bounded search
 # filters them, and their count says whether the scan stopped short of the end.
-_PG_SCANNED = "SELECT id FROM babel_turn_matches(%s, %s, %s, %s, %s)"
+_PG_SCANNED = f"SELECT * FROM {_PG_MATCH_ROWS}"
 _PG_FROM_SCANNED = '"campaigns_turn"."id" = ANY(ARRAY(SELECT id FROM scanned))'
 
 
 def _tier(slots, viewer, columns, limit, rounds, n):
     """The newest ``limit`` readable turns among the newest ``n`` matches in the rounds
-    (``n`` None: among the matches the statement's ``scanned`` CTE read)."""
+    (``n`` None: among the matches the statement's ``scanned`` CTE read), read by primary
+    key (a search for columns the matches do not carry)."""
     if n is None:
         condition = RawSQL(_PG_FROM_SCANNED, [], BooleanField())
     else:
@@ -208,10 +225,53 @@ def _tier(slots, viewer, columns, limit, rounds, n):
         )
         matches = [slots.int("experiment"), slots.str("query"), round_from, round_to, n]
         condition = RawSQL(_PG_MATCHES, matches, BooleanField())
+    return _newest_readable(slots, viewer, columns, limit, condition)
+
+
+def _newest_readable(slots, viewer, columns, limit, condition=None):
     matching = selectors.turns_visible_to(
         experiment=slots.int("experiment"), viewer=slot_viewer(slots, viewer)
-    ).filter(condition)
+    )
+    if condition is not None:
+        matching = matching.filter(condition)
     return matching.order_by("-seq").values_list(*columns)[:limit]
+
+
+def _over_matches(compiled: Precompiled, source: str, params: tuple) -> Precompiled:
+    """``compiled`` (the selector's newest readable turns) run over the rows of ``source``
+    (the matches, under the table's own name) instead of the table; ``params`` are
+    ``source``'s own."""
+    head, found, tail = compiled.sql.partition(_TABLE_FROM)
+    if not found or "%s" in head or _TABLE_FROM in tail:  # pragma: no cover - shape guard
+        raise ValueError("Unexpected SQL shape for reading the matches' rows.")
+    sql = f'{head} FROM {source} AS "campaigns_turn" WHERE {tail}'
+    return Precompiled(sql, (*params, *compiled.params), compiled.columns)
+
+
+def _tiers(key, viewer, columns, limit: int, rounds: tuple):
+    """The bounded and the unbounded tier's statements (see `_exact`), and the params of
+    the function call that reads the matches."""
+    match_params = (
+        ("experiment", None),
+        ("query", None),
+        *((bound, None) if isinstance(bound, str) else (None, bound) for bound in rounds),
+    )
+    if set(columns) <= set(MATCH_ROW_COLUMNS):
+        # The matches' own rows: the visibility rule applies to them, no second read.
+        base = compile_once(
+            ("readable", *key), lambda slots: _newest_readable(slots, viewer, columns, limit)
+        )
+        bounded = _over_matches(base, "scanned", ())
+        unbounded = _over_matches(base, _PG_MATCH_ROWS, (*match_params, ("cap", None)))
+        return bounded, unbounded, match_params
+    bounded = compile_once(
+        ("bounded", *key), lambda slots: _tier(slots, viewer, columns, limit, rounds, None)
+    )
+    unbounded = compile_once(
+        ("unbounded", *key),
+        lambda slots: _tier(slots, viewer, columns, limit, rounds, slots.int("cap")),
+    )
+    return bounded, unbounded, match_params
 
 
 def _exact(key, viewer, columns, limit: int, rounds: tuple) -> Precompiled:
@@ -226,19 +286,7 @@ def _exact(key, viewer, columns, limit: int, rounds: tuple) -> Precompiled:
     scanned once."""
     found = _joined.get(("exact", *key))
     if found is None:
-        bounded = compile_once(
-            ("bounded", *key), lambda slots: _tier(slots, viewer, columns, limit, rounds, None)
-        )
-        unbounded = compile_once(
-            ("unbounded", *key),
-            lambda slots: _tier(slots, viewer, columns, limit, rounds, slots.int("cap")),
-        )
-        scanned_params = (
-            ("experiment", None),
-            ("query", None),
-            *((bound, None) if isinstance(bound, str) else (None, bound) for bound in rounds),
-            ("scan_limit", None),
-        )
+        bounded, unbounded, match_params = _tiers(key, viewer, columns, limit, rounds)
         short = (
             f"(SELECT count(*) FROM bounded_hits) < {int(limit)} "
             "AND (SELECT count(*) FROM scanned) >= %s"
@@ -252,7 +300,8 @@ def _exact(key, viewer, columns, limit: int, rounds: tuple) -> Precompiled:
         found = _joined[("exact", *key)] = Precompiled(
             sql,
             (
-                *scanned_params,
+                *match_params,
+                ("scan_limit", None),
                 *bounded.params,
                 ("scan_limit", None),
                 *unbounded.params,
@@ -273,11 +322,11 @@ def _sqlite_search(key, viewer, before_round, limit, columns) -> Precompiled:
         return matching.order_by().values_list(*columns)
 
     base = compile_once(("base", *key), build)
-    if base.sql.count(_SQLITE_FROM) != 1:  # pragma: no cover - guards the rewrite below
+    if base.sql.count(_TABLE_FROM) != 1:  # pragma: no cover - guards the rewrite below
         raise ValueError("Unexpected SQL shape for the FTS join.")
     found = _joined.get(key)
     if found is None:
-        sql = base.sql.replace(_SQLITE_FROM, _SQLITE_JOIN)
+        sql = base.sql.replace(_TABLE_FROM, _SQLITE_JOIN)
         sql += f' ORDER BY "campaigns_turn_fts"."rowid" LIMIT {int(limit)}'
         found = _joined[key] = Precompiled(
             sql, (("match", None), ("rowid_from", None), ("rowid_to", None), *base.params)

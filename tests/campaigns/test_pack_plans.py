@@ -143,9 +143,10 @@ def _turns_checked_word_by_word(plan: str) -> int:
 def test_a_packs_search_looks_its_words_up_in_the_index(monkeypatch, turns, role):
     """Prepared blind to the values, the search once walked a small campaign's turns and
     computed ``to_tsvector`` on each (40-50 ms a pack at 1,000 turns). Its matches are now
-    planned per call with the values (`babel_turn_matches`, migration 0022), and the
-    prepared statement reads the matched turns by primary key: with a small table it had
-    joined them to a sequential scan of every turn, a plan it would keep as the table grew."""
+    planned per call with the values (`babel_turn_match_rows`, migrations 0022 and 0033),
+    and the prepared statement applies visibility to the rows the function returns: it
+    never joins them to a scan of every turn (with a small table it once had, a plan it
+    would keep as the table grew)."""
     if not database_is_postgres():
         unavailable("prepared statements and generic plans are PostgreSQL's")
     experiment = bench.create_campaign(turns)
@@ -162,7 +163,7 @@ def test_a_packs_search_looks_its_words_up_in_the_index(monkeypatch, turns, role
     for plan in searches:
         assert _turns_checked_word_by_word(plan) < 100, plan
     # The ranked retrieval's postings (planned per call, not batched) use the function.
-    assert any("babel_turn_matches" in query["sql"] for query in everything.captured_queries)
+    assert any("babel_turn_match_rows" in query["sql"] for query in everything.captured_queries)
     for sql, params in statements:
         plan = _generic_plan(sql, params)
         assert "Seq Scan on campaigns_turn" not in plan, plan

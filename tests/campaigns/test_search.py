@@ -192,3 +192,47 @@ def test_postings_are_the_same_whether_a_campaigns_turns_fill_its_id_span_or_not
             )
             assert _postings(experiment, role, words, span) == unbounded
             assert _postings(experiment, role, words, wide) == unbounded
+
+
+def test_postings_are_each_words_newest_readable_matches_whatever_hides_among_them(campaign):
+    """On PostgreSQL the postings apply the visibility rule to the rows the match function
+    returns, and read past its scan limit only when too few of those were readable: either
+    way, per word, exactly the newest `DF_CAP` turns the viewer may read."""
+    from django.utils import timezone
+
+    from context_engine.ranking import DF_CAP
+
+    readable_old = [make_turn(campaign, round=1, content=f"old kestrel {i}") for i in range(3)]
+    Turn.objects.bulk_create(
+        Turn(
+            experiment=campaign,
+            seq=10 + i,
+            round=2 + i // 8,
+            speaker="DM",
+            kind="gm_note",
+            content=f"hidden kestrel and heron {i}",
+            visibility=["DM"],
+            tokens=6,
+        )
+        for i in range(selectors.SEARCH_SCAN_LIMIT + 20)
+    )
+    for i in range(DF_CAP + 15):  # more readable heron turns than a word keeps
+        make_turn(campaign, round=100 + i // 8, content=f"a heron {i}")
+    make_turn(campaign, round=200, speaker="Cassia", kind="monologue", content="my kestrel")
+    make_turn(campaign, round=200, speaker="Thorin", kind="monologue", content="our kestrel")
+    held = make_turn(campaign, round=201, content="a held kestrel")
+    Turn.objects.filter(pk=held.pk).update(held_at=timezone.now())
+
+    words = ["kestrel", "heron"]
+    for role in ("Thorin", "Cassia", "DM"):
+        viewer = selectors.viewer_for_role(experiment=campaign, role=role)
+        readable = selectors.turns_visible_to(experiment=campaign, viewer=viewer).order_by("-seq")
+        expected = [
+            (index, turn.pk, turn.seq, turn.tokens, turn.round)
+            for index, word in enumerate(words)
+            for turn in [t for t in readable if word in t.content][:DF_CAP]
+        ]
+        assert _postings(campaign, role, words, search.id_span(campaign.pk)) == expected
+    thorin = [row[1] for row in _postings(campaign, "Thorin", ["kestrel"], None)]
+    assert thorin[-3:] == [turn.pk for turn in reversed(readable_old)]
+    assert held.pk not in thorin
