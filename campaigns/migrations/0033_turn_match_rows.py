@@ -8,9 +8,10 @@ matches for each of a dozen words twice: about a quarter of the statement's time
 ``babel_turn_match_rows`` answers the same question with the same plan (dynamic SQL,
 planned per call with its values; turns an import left outside the GIN index scanned only
 while the experiment has a `SearchBacklog` row) and returns the columns of each match
-that the postings read and that the selector's turn rule tests (`search.MATCH_ROW_COLUMNS`
-lists them). The statement applies the rule to these rows as it would to the table's.
-A search that needs other columns (the turn's text) reads them by primary key, as before.
+that the postings read and that the selector's turn rule tests
+(`search_postgres.MATCH_ROW_COLUMNS` lists them). The statement applies the rule to these
+rows as it would to the table's. A search that needs other columns (the turn's text) reads
+them by primary key, as before.
 """
 
 from importlib import import_module

@@ -40,6 +40,9 @@ TURN_COLUMNS = (
     "hinge",
     "tokens",
 )
+# The FROM clause of a selector-built read of turns: the search rewrites it to read the
+# same rows through the full-text index (SQLite) or from the matches' own rows (PostgreSQL).
+TURN_TABLE_FROM = ' FROM "campaigns_turn" WHERE '
 STUB_COLUMNS = ("id", "seq", "round", "speaker", "kind", "visibility", "hinge")
 LORE_COLUMNS = ("id", *LORE_FIELDS)
 SUMMARY_COLUMNS = (

@@ -2,7 +2,8 @@
 
 Beside the pack loader's other reads (`campaigns.reads.packs`) and built the same way,
 from the selectors' rules: the newest readable matches of words on each database's own
-engine (`search_turn_query`), a query's postings for the engine's BM25 ranking
+engine (`search_turn_query`; PostgreSQL's statements are in
+`campaigns.reads.search_postgres`), a query's postings for the engine's BM25 ranking
 (`postings_query`), the hits with their neighbours (`hit_query`),
 and `/search` itself (`search_turns`), which ranks like a pack's retrieval.
 """
@@ -14,46 +15,23 @@ from itertools import groupby
 from operator import itemgetter
 
 from django.db import connection
-from django.db.models import BooleanField, OuterRef, Subquery
+from django.db.models import OuterRef, Subquery
 from django.db.models.expressions import RawSQL
 
 from campaigns.models import Experiment, Turn
-from campaigns.reads import selectors
-from campaigns.reads.packs import TURN_COLUMNS, slot_values, slot_viewer, statement_shape
+from campaigns.reads import search_postgres, selectors
+from campaigns.reads.packs import (
+    TURN_COLUMNS,
+    TURN_TABLE_FROM,
+    slot_values,
+    slot_viewer,
+    statement_shape,
+)
 from campaigns.reads.precompiled import Precompiled, Query, compile_once
 from campaigns.reads.selectors import Viewer
 
 # --- full-text retrieval -----------------------------------------------------------------
 
-# PostgreSQL: the newest ``scan_limit`` matches of an experiment in a round range, from
-# `babel_turn_match_rows` (migration 0033). Which plan is best (the GIN index, or the
-# experiment's btree with the words checked row by row) depends on the values, so the
-# function plans its statement on every call with them: a generic plan, blind to them,
-# walked a small campaign's turns computing to_tsvector on each. Turns an import left
-# outside the GIN index are matched too, only while the experiment has a `SearchBacklog`
-# row. The function returns each match's `MATCH_ROW_COLUMNS`, and the caller's statement
-# applies the selector's visibility rule to those rows as it would to the table's (they
-# stand in for "campaigns_turn" under its own name). A search for other columns (the
-# text) reads the turns of the matched ids by primary key (``= ANY`` of an array: an IN
-# subquery was planned, on a small table, as a join to a scan of every turn) and applies
-# visibility to them.
-_PG_MATCH_ROWS = "babel_turn_match_rows(%s, %s, %s, %s, %s)"
-# What the function returns: the postings' columns and every column the selector's turn
-# rule reads. A rule that came to read another column fails loudly here ("column does not
-# exist"), it never reads past the rule.
-MATCH_ROW_COLUMNS = (
-    "id",
-    "seq",
-    "round",
-    "tokens",
-    "experiment_id",
-    "held_at",
-    "visibility",
-    "kind",
-    "speaker",
-)
-_PG_MATCHES = f'"campaigns_turn"."id" = ANY(ARRAY(SELECT id FROM {_PG_MATCH_ROWS}))'
-_TABLE_FROM = ' FROM "campaigns_turn" WHERE '
 RECENT_SEARCH_ROUNDS = 250  # ~2,000 turns at 8 a round; more rounds only when too few hit
 # SQLite: FTS5 rows are keyed by the negated turn id (migration 0008), so ascending rowid
 # order is newest first and FTS5 walks its doclists lazily: with the join below and a
@@ -151,7 +129,7 @@ def search_turn_query(
     vendor = connection.vendor
     key = ("search", vendor, statement_shape(viewer), before_round is not None, limit, columns)
     if vendor == "postgresql":
-        compiled = _pg_search(key, viewer, before_round, limit, columns)
+        compiled = search_postgres.newest_matches(key, viewer, before_round, limit, columns)
         values = {"query": " | ".join(words), "scan_limit": scan_limit}
         if before_round is not None:
             values["recent_from"] = before_round - RECENT_SEARCH_ROUNDS
@@ -179,139 +157,6 @@ def search_turn_query(
     return Query(compiled, values, newest)
 
 
-def _pg_search(key, viewer, before_round, limit, columns) -> Precompiled:
-    """Newest readable matches, bounded on PostgreSQL (a GIN index cannot order by seq).
-
-    Without ``before_round``: the newest readable matches (`_exact`). With it, two tiers
-    in one statement: the matches of the last `RECENT_SEARCH_ROUNDS` rounds before
-    ``before_round`` (with fresh statistics, a BitmapAnd of the GIN index and the
-    (experiment, round, seq) btree, so only those rows' heap pages are read, whatever the
-    history length), and — only when that gave fewer than ``limit`` readable rows (a
-    one-time filter: otherwise never executed) — the older rounds. The caller takes the
-    newest ``limit`` of the union: exactly the newest ``limit`` readable matches the
-    single query would give, visibility applied to both tiers by the same selector-built
-    SQL.
-    """
-    if before_round is None:
-        return _exact(("older", *key), viewer, columns, limit, (0, "cap"))
-    older = _exact(("older", *key), viewer, columns, limit, (0, "recent_from"))
-    found = _joined.get(key)
-    if found is None:
-        first = _exact(("recent", *key), viewer, columns, limit, ("recent_from", "before_round"))
-        sql = (
-            f"WITH recent AS MATERIALIZED ({first.sql}) SELECT * FROM recent UNION ALL "
-            f"SELECT * FROM ({older.sql}) AS older WHERE (SELECT count(*) FROM recent) < "
-            f"{int(limit)}"
-        )
-        found = _joined[key] = Precompiled(sql, (*first.params, *older.params), first.columns)
-    return found
-
-
-# A tier's newest ``scan_limit`` matches (of any audience), read once: the bounded search
-# filters them, and their count says whether the scan stopped short of the end.
-_PG_SCANNED = f"SELECT * FROM {_PG_MATCH_ROWS}"
-_PG_FROM_SCANNED = '"campaigns_turn"."id" = ANY(ARRAY(SELECT id FROM scanned))'
-
-
-def _tier(slots, viewer, columns, limit, rounds, n):
-    """The newest ``limit`` readable turns among the newest ``n`` matches in the rounds
-    (``n`` None: among the matches the statement's ``scanned`` CTE read), read by primary
-    key (a search for columns the matches do not carry)."""
-    if n is None:
-        condition = RawSQL(_PG_FROM_SCANNED, [], BooleanField())
-    else:
-        round_from, round_to = (
-            slots.int(bound) if isinstance(bound, str) else bound for bound in rounds
-        )
-        matches = [slots.int("experiment"), slots.str("query"), round_from, round_to, n]
-        condition = RawSQL(_PG_MATCHES, matches, BooleanField())
-    return _newest_readable(slots, viewer, columns, limit, condition)
-
-
-def _newest_readable(slots, viewer, columns, limit, condition=None):
-    matching = selectors.turns_visible_to(
-        experiment=slots.int("experiment"), viewer=slot_viewer(slots, viewer)
-    )
-    if condition is not None:
-        matching = matching.filter(condition)
-    return matching.order_by("-seq").values_list(*columns)[:limit]
-
-
-def _over_matches(compiled: Precompiled, source: str, params: tuple) -> Precompiled:
-    """``compiled`` (the selector's newest readable turns) run over the rows of ``source``
-    (the matches, under the table's own name) instead of the table; ``params`` are
-    ``source``'s own."""
-    head, found, tail = compiled.sql.partition(_TABLE_FROM)
-    if not found or "%s" in head or _TABLE_FROM in tail:  # pragma: no cover - shape guard
-        raise ValueError("Unexpected SQL shape for reading the matches' rows.")
-    sql = f'{head} FROM {source} AS "campaigns_turn" WHERE {tail}'
-    return Precompiled(sql, (*params, *compiled.params), compiled.columns)
-
-
-def _tiers(key, viewer, columns, limit: int, rounds: tuple):
-    """The bounded and the unbounded tier's statements (see `_exact`), and the params of
-    the function call that reads the matches."""
-    match_params = (
-        ("experiment", None),
-        ("query", None),
-        *((bound, None) if isinstance(bound, str) else (None, bound) for bound in rounds),
-    )
-    if set(columns) <= set(MATCH_ROW_COLUMNS):
-        # The matches' own rows: the visibility rule applies to them, no second read.
-        base = compile_once(
-            ("readable", *key), lambda slots: _newest_readable(slots, viewer, columns, limit)
-        )
-        bounded = _over_matches(base, "scanned", ())
-        unbounded = _over_matches(base, _PG_MATCH_ROWS, (*match_params, ("cap", None)))
-        return bounded, unbounded, match_params
-    bounded = compile_once(
-        ("bounded", *key), lambda slots: _tier(slots, viewer, columns, limit, rounds, None)
-    )
-    unbounded = compile_once(
-        ("unbounded", *key),
-        lambda slots: _tier(slots, viewer, columns, limit, rounds, slots.int("cap")),
-    )
-    return bounded, unbounded, match_params
-
-
-def _exact(key, viewer, columns, limit: int, rounds: tuple) -> Precompiled:
-    """The newest ``limit`` readable matches in ``rounds`` (each bound a literal or a slot
-    name): first among the newest ``scan_limit`` matches, and among all of them only when
-    those held fewer than ``limit`` readable turns *and* the scan stopped at
-    ``scan_limit`` (it did not reach the oldest match). Visibility is applied before any
-    limit that could drop a readable match. (Hidden matches — 510 GM notes using a word —
-    must not push a player's own turn out of the newest ``scan_limit``.) Exactly one
-    branch gives rows, the same rows either way; the unbounded one runs only when the
-    bounded scan was cut short, so a word with fewer matches than ``scan_limit`` is
-    scanned once."""
-    found = _joined.get(("exact", *key))
-    if found is None:
-        bounded, unbounded, match_params = _tiers(key, viewer, columns, limit, rounds)
-        short = (
-            f"(SELECT count(*) FROM bounded_hits) < {int(limit)} "
-            "AND (SELECT count(*) FROM scanned) >= %s"
-        )
-        sql = (
-            f"WITH scanned AS MATERIALIZED ({_PG_SCANNED}), "
-            f"bounded_hits AS MATERIALIZED ({bounded.sql}) SELECT * FROM bounded_hits "
-            f"WHERE NOT ({short}) UNION ALL SELECT * FROM ({unbounded.sql}) AS all_hits "
-            f"WHERE {short}"
-        )
-        found = _joined[("exact", *key)] = Precompiled(
-            sql,
-            (
-                *match_params,
-                ("scan_limit", None),
-                *bounded.params,
-                ("scan_limit", None),
-                *unbounded.params,
-                ("scan_limit", None),
-            ),
-            bounded.columns,
-        )
-    return found
-
-
 def _sqlite_search(key, viewer, before_round, limit, columns) -> Precompiled:
     def build(slots):
         matching = selectors.turns_visible_to(
@@ -322,11 +167,11 @@ def _sqlite_search(key, viewer, before_round, limit, columns) -> Precompiled:
         return matching.order_by().values_list(*columns)
 
     base = compile_once(("base", *key), build)
-    if base.sql.count(_TABLE_FROM) != 1:  # pragma: no cover - guards the rewrite below
+    if base.sql.count(TURN_TABLE_FROM) != 1:  # pragma: no cover - guards the rewrite below
         raise ValueError("Unexpected SQL shape for the FTS join.")
     found = _joined.get(key)
     if found is None:
-        sql = base.sql.replace(_TABLE_FROM, _SQLITE_JOIN)
+        sql = base.sql.replace(TURN_TABLE_FROM, _SQLITE_JOIN)
         sql += f' ORDER BY "campaigns_turn_fts"."rowid" LIMIT {int(limit)}'
         found = _joined[key] = Precompiled(
             sql, (("match", None), ("rowid_from", None), ("rowid_to", None), *base.params)
