@@ -20,6 +20,7 @@ from campaigns.reads.selectors import turns_visible_to, viewer_for_role
 from tests.e2e.test_campaign_setup import add_seat, no_sideways_scroll
 from tests.e2e.test_console import shot
 from tests.factories import make_user
+from tests.services import database_is_postgres, unavailable
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
@@ -67,6 +68,12 @@ def set_up_campaign(dm, live_server) -> Experiment:
 
 
 def test_a_dm_and_an_invited_human_play_a_campaign_set_up_in_the_browser(browser, live_server):
+    if not database_is_postgres():
+        # The DM's play request runs three rounds (Celery eager) while Dara's pages and this
+        # test's polls read: on SQLite the live server's request threads share one in-memory
+        # connection, and a read beside that long write fails at random with "database
+        # table is locked" (seen in CI), a fault of the test database, not of the site.
+        unavailable("a campaign played from two browsers needs PostgreSQL (DATABASE_URL)")
     make_user("ferrydm")
     make_user("dara")
     dm = browser.new_context().new_page()
