@@ -191,10 +191,22 @@ def postings_query(
     """Per word, the newest `ranking.DF_CAP` readable turns that contain it, in one
     statement: rows ``(word index, id, seq, tokens, round)``, by word, each word's newest
     first (`postings_by_word` makes them the postings `retrieval.ranked_hits` ranks by).
-    Visibility is applied before the cap (the same selector-built search as
-    `search_turn_query`, once per word; ``span`` as there)."""
+    Visibility is applied before the cap. SQLite: the same selector-built search as
+    `search_turn_query`, once per word (``span`` as there); PostgreSQL: every word's
+    matches from one function call (`search_postgres.postings`), the same rows."""
     from context_engine.ranking import DF_CAP
 
+    if not words:
+        return None
+    if connection.vendor == "postgresql":
+        compiled = search_postgres.postings(viewer, POSTING_COLUMNS, DF_CAP)
+        values = slot_values(
+            viewer,
+            experiment=experiment_id,
+            queries=list(words),
+            scan_limit=selectors.SEARCH_SCAN_LIMIT,
+        )
+        return Query(compiled, values)
     parts = [
         search_turn_query(
             experiment_id=experiment_id,

@@ -1,4 +1,6 @@
-"""PostgreSQL's full-text search: each word's newest readable matches, bounded.
+"""PostgreSQL's full-text search: each word's newest readable matches, bounded
+(`newest_matches`), and ranked retrieval's postings of every query word at once
+(`postings`).
 
 Part of `campaigns.reads.search` (which picks this or SQLite's FTS5 by vendor): the
 statements are built from the selectors' own rules and precompiled the same way, so no
@@ -7,7 +9,7 @@ visibility rule is written twice.
 
 from __future__ import annotations
 
-from django.db.models import BooleanField
+from django.db.models import BooleanField, IntegerField
 from django.db.models.expressions import RawSQL
 
 from campaigns.reads import selectors
@@ -174,6 +176,81 @@ def _exact(key, viewer, columns, limit: int, rounds: tuple) -> Precompiled:
             ),
             bounded.columns,
         )
+    return found
+
+
+# --- ranked retrieval's postings ---------------------------------------------------------
+
+# Every query word's newest matches (any audience) from one call of `babel_turn_postings`
+# (migration 0034): one statement planned with its values, where one function call per
+# word cost more than the matches themselves. ``word`` is the word's 1-based position.
+_PG_POSTINGS = "babel_turn_postings(%s, %s::text[], %s)"
+# The words the bounded scan cut short, in their positions (null for the others): only
+# these are searched again without the scan limit.
+_PG_SHORT_QUERIES = (
+    "ARRAY(SELECT CASE WHEN o.i IN (SELECT word FROM short) THEN o.q END "
+    "FROM unnest(%s::text[]) WITH ORDINALITY AS o(q, i) ORDER BY o.i)"
+)
+
+
+def postings(viewer, columns: tuple[str, ...], limit: int) -> Precompiled:
+    """Per word, its newest ``limit`` readable matches: rows ``(word, *columns)``, by word
+    (0-based, the order of the ``queries`` value), each word's newest first.
+
+    The same rule as `_exact`, for every word in one statement: a word's readable turns
+    among its newest ``scan_limit`` matches, or — only for the words whose scan stopped at
+    ``scan_limit`` with fewer than ``limit`` readable among them — among all its matches.
+    Visibility is the selector's rule, applied to the function's rows before any limit
+    that could drop a readable match. One statement whatever the number of words: it is
+    prepared once per kind of viewer. Values: ``experiment``, ``queries`` (the words),
+    ``scan_limit``, ``cap`` and the viewer's (`slot_values`)."""
+    key = ("postings", viewer.omniscient, viewer.is_dm, columns, limit)
+    found = _joined.get(key)
+    if found is not None:
+        return found
+    if not set(columns) <= set(MATCH_ROW_COLUMNS):  # pragma: no cover - the postings' own
+        raise ValueError(f"Postings read only the matches' own columns, not {columns}.")
+
+    def build(slots):
+        readable = selectors.turns_visible_to(
+            experiment=slots.int("experiment"), viewer=slot_viewer(slots, viewer)
+        )
+        word = RawSQL('"campaigns_turn"."word"', [], IntegerField())
+        return readable.order_by().annotate(word=word).values_list("word", *columns)
+
+    base = compile_once(("postings-readable", *key), build)
+    bounded = _over_matches(base, "scanned", ())
+    unbounded = _over_matches(
+        base,
+        _PG_POSTINGS.replace("%s::text[]", _PG_SHORT_QUERIES, 1),
+        (("experiment", None), ("queries", None), ("cap", None)),
+    )
+    listed = ", ".join(f'"{name}"' for name in columns)
+    sql = (
+        f"WITH scanned AS MATERIALIZED (SELECT * FROM {_PG_POSTINGS}), "
+        f"bounded AS MATERIALIZED ({bounded.sql}), "
+        "short AS MATERIALIZED (SELECT s.word FROM (SELECT word, count(*) AS n FROM scanned "
+        "GROUP BY word) AS s LEFT JOIN (SELECT word, count(*) AS n FROM bounded GROUP BY word) "
+        f"AS b USING (word) WHERE s.n >= %s AND coalesce(b.n, 0) < {int(limit)}), "
+        "found AS (SELECT * FROM bounded WHERE word NOT IN (SELECT word FROM short) "
+        f"UNION ALL SELECT * FROM ({unbounded.sql}) AS all_hits "
+        "WHERE EXISTS (SELECT 1 FROM short)) "
+        f'SELECT "word" - 1 AS "word", {listed} FROM (SELECT *, row_number() OVER '
+        '(PARTITION BY "word" ORDER BY "seq" DESC) AS "newest" FROM found) AS ranked '
+        f'WHERE "newest" <= {int(limit)} ORDER BY 1, "seq" DESC'
+    )
+    found = _joined[key] = Precompiled(
+        sql,
+        (
+            ("experiment", None),
+            ("queries", None),
+            ("scan_limit", None),
+            *bounded.params,
+            ("scan_limit", None),
+            *unbounded.params,
+        ),
+        prepare=True,
+    )
     return found
 
 

@@ -85,14 +85,16 @@ def _recorded_statements(monkeypatch) -> list[tuple[str, list]]:
 
 
 def test_ranked_retrievals_reads_are_prepared_once_too(campaign):
-    """Planning the postings statement (two branches per query word) cost more than
-    running it; it and the hits' reads run on generic plans like the batched reads."""
+    """Planning the postings statement cost more than running it; it and the hits' reads
+    run on generic plans like the batched reads. The postings are one statement whatever
+    the number of query words (`babel_turn_postings`, migration 0034)."""
 
     def retrieval_statements():
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements "
-                "WHERE statement LIKE 'WITH w0 AS MATERIALIZED%%'"
+                "WHERE statement LIKE 'WITH scanned AS MATERIALIZED "
+                "(SELECT * FROM babel_turn_postings%%'"
             )
             return {row[0]: (row[1], row[2]) for row in cursor.fetchall()}
 
@@ -143,7 +145,7 @@ def _turns_checked_word_by_word(plan: str) -> int:
 def test_a_packs_search_looks_its_words_up_in_the_index(monkeypatch, turns, role):
     """Prepared blind to the values, the search once walked a small campaign's turns and
     computed ``to_tsvector`` on each (40-50 ms a pack at 1,000 turns). Its matches are now
-    planned per call with the values (`babel_turn_match_rows`, migrations 0022 and 0033),
+    planned per call with the values (`babel_turn_postings`, migrations 0022, 0033, 0034),
     and the prepared statement applies visibility to the rows the function returns: it
     never joins them to a scan of every turn (with a small table it once had, a plan it
     would keep as the table grew)."""
@@ -163,7 +165,7 @@ def test_a_packs_search_looks_its_words_up_in_the_index(monkeypatch, turns, role
     for plan in searches:
         assert _turns_checked_word_by_word(plan) < 100, plan
     # The ranked retrieval's postings (planned per call, not batched) use the function.
-    assert any("babel_turn_match_rows" in query["sql"] for query in everything.captured_queries)
+    assert any("babel_turn_postings" in query["sql"] for query in everything.captured_queries)
     for sql, params in statements:
         plan = _generic_plan(sql, params)
         assert "Seq Scan on campaigns_turn" not in plan, plan
