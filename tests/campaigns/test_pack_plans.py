@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from campaigns import bench
 from campaigns.models import Experiment
-from campaigns.reads import precompiled
+from campaigns.reads import precompiled, search, selectors
 from campaigns.services.context import pack_for_role
 from context_engine.types import STRATEGIES
 from tests.plans import pg_generic_plan, pg_nested_plans
@@ -169,3 +169,52 @@ def test_a_packs_search_looks_its_words_up_in_the_index(monkeypatch, turns, role
     for sql, params in statements:
         plan = _generic_plan(sql, params)
         assert "Seq Scan on campaigns_turn" not in plan, plan
+
+
+def _heap_rows_of_the_word_scans(plans: list[str]) -> list[tuple[bool, int]]:
+    """For each word's index scan in the postings' plans: whether the index itself kept
+    to the experiment, and how many rows it gave the heap."""
+    scans = []
+    for plan in plans:
+        lines = plan.splitlines()
+        for at, line in enumerate(lines):
+            if "Bitmap Index Scan on turn_exp_content_fts" in line:
+                rows = int(line.split("rows=")[-1].split()[0])
+                scans.append(("experiment_id" in lines[at + 1], rows))
+    return scans
+
+
+def test_a_campaign_among_bigger_ones_reads_only_its_own_matches():
+    """The full-text index is keyed by experiment and word (migration 0035): a small
+    campaign's search gives the heap its own matches, not every campaign's. A campaign
+    with at least half of the turns searches by word alone (the experiment's entry in the
+    index would list most of the table). The same postings either way."""
+    if not database_is_postgres():
+        unavailable("the full-text index and its plans are PostgreSQL's")
+    big = bench.create_campaign(3000)
+    small = bench.create_campaign(200)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE campaigns_turn")
+    owned = {
+        experiment.pk: set(experiment.turns.values_list("id", flat=True))
+        for experiment in (big, small)
+    }
+
+    for experiment, keyed in ((small, True), (big, False)):
+        viewer = selectors.viewer_for_role(experiment=experiment, role="DM")
+        query = search.postings_query(
+            experiment_id=experiment.pk, viewer=viewer, words=["ashfern", "leave"]
+        )
+        with pg_nested_plans() as plans:
+            rows = query.rows()
+        assert rows and {row[1] for row in rows} <= owned[experiment.pk]
+        scans = _heap_rows_of_the_word_scans(plans)
+        assert len(scans) == 2, plans
+        assert all(by_experiment is keyed for by_experiment, _ in scans), plans
+        if keyed:  # only the small campaign's own matches (any audience) reach the heap
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT count(*) FROM babel_turn_postings(%s, %s::text[], %s)",
+                    [experiment.pk, ["ashfern", "leave"], 10**6],
+                )
+                assert sum(found for _, found in scans) == cursor.fetchone()[0]
