@@ -77,3 +77,17 @@ def test_bench_models_plays_the_demo_on_a_model_and_keeps_nothing(openai_standin
 def test_bench_models_refuses_a_model_id_it_cannot_use():
     with pytest.raises(CommandError, match="model"):
         call_command("bench_models", "smollm2")
+
+
+def test_bench_context_builds_packs_among_other_campaigns_and_keeps_nothing():
+    out, err = StringIO(), StringIO()
+    call_command("bench_context", sizes=[16], repeats=1, other_campaigns=2, stdout=out, stderr=err)
+    assert "2 other campaigns of each size" in out.getvalue()
+    assert "built 48 turns" in err.getvalue()
+    assert "     16 all" in out.getvalue()
+    assert Experiment.objects.count() == 0 and Turn.objects.count() == 0
+
+
+def test_bench_context_refuses_a_negative_number_of_other_campaigns():
+    with pytest.raises(CommandError, match="--other-campaigns"):
+        call_command("bench_context", sizes=[16], other_campaigns=-1, stdout=StringIO())
