@@ -304,7 +304,7 @@ class SearchBacklog(models.Model):
     0017) and this row beside them; `transcripts.index_imported_turns` (a task sent after
     commit) adds the turns to the index and then deletes the row. Searches scan the
     experiment's not-yet-indexed turns only while it exists
-    (`babel_turn_match_rows`, migration 0033): one row per import, where a partial index
+    (`babel_turn_postings`, migrations 0034 and 0035): one row per import, where a partial index
     over the pending turns cost a write per turn. SQLite indexes during the import and
     never has one.
     """

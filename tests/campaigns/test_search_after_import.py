@@ -178,7 +178,7 @@ def test_an_import_after_deleted_turns_takes_fresh_ids_and_is_searchable(campaig
 
 def _pending_scans(experiment, before_round) -> list[str]:
     """The plans, as run, of the statements that read not-yet-indexed rows in a DM search
-    (inside `babel_turn_match_rows`, migrations 0022 and 0033)."""
+    (inside `babel_turn_postings`, migrations 0034 and 0035)."""
     with pg_nested_plans() as plans:
         search.search_turns(
             experiment=experiment,

@@ -15,7 +15,7 @@ def index_imported_turns(*, experiment_id: int, batch: int = SEARCH_INDEX_BATCH)
     locks; a crash keeps what is done), then deletes the experiment's `SearchBacklog` row
     (searches stop scanning for pending rows). Idempotent: a second run finds nothing
     pending and writes no turn. Searches give the same rows before, during and after (see
-    `babel_turn_match_rows`, migration 0033). SQLite indexes during the import: 0.
+    `babel_turn_postings`, migrations 0034 and 0035). SQLite indexes during the import: 0.
 
     Having indexed anything, it refreshes the turns table's statistics: the search plans
     its matches with them, and until autovacuum notices the import (a minute at best; not
