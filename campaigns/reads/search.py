@@ -1,11 +1,11 @@
 """Full-text search and ranked retrieval (SPEC §5.8), as precompiled SQL.
 
 Beside the pack loader's other reads (`campaigns.reads.packs`) and built the same way,
-from the selectors' rules: the newest readable matches of words on each database's own
-engine (`search_turn_query`; PostgreSQL's statements are in
-`campaigns.reads.search_postgres`), a query's postings for the engine's BM25 ranking
-(`postings_query`), the hits with their neighbours (`hit_query`),
-and `/search` itself (`search_turns`), which ranks like a pack's retrieval.
+from the selectors' rules: a query's postings for the engine's BM25 ranking, each word's
+newest readable matches on the database's own engine (`postings_query`; PostgreSQL's
+statement is in `campaigns.reads.search_postgres`), the hits with their neighbours
+(`hit_query`), and `/search` itself (`search_turns`), which ranks like a pack's
+retrieval.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from campaigns.reads.selectors import Viewer
 
 # --- full-text retrieval -----------------------------------------------------------------
 
-RECENT_SEARCH_ROUNDS = 250  # ~2,000 turns at 8 a round; more rounds only when too few hit
 # SQLite: FTS5 rows are keyed by the negated turn id (migration 0008), so ascending rowid
 # order is newest first and FTS5 walks its doclists lazily: with the join below and a
 # LIMIT, the walk stops at the Nth readable hit instead of reading every match of the
@@ -103,68 +102,31 @@ def span_columns(experiment_ref) -> dict:
     }
 
 
-def search_turn_rows(**kwargs) -> list[tuple]:
-    """See `search_turn_query`."""
-    query = search_turn_query(**kwargs)
-    return query.rows() if query is not None else []
+def _word_query(
+    *, experiment_id: int, viewer: Viewer, word: str, limit: int, span: IdSpan | None
+) -> Query:
+    """SQLite: the newest ``limit`` readable turns containing ``word`` (already safe:
+    `ranking.surface_words`) as `POSTING_COLUMNS`, newest first. ``span``: the
+    experiment's `IdSpan`, read with the caller's other reads; without it the walk is
+    unbounded and keeps the experiment token."""
+    key = ("search", statement_shape(viewer), limit)
+    compiled = _sqlite_search(key, viewer, limit)
+    quoted = f'"{word}"'
+    match = quoted if span is not None and span.dense else f"xexp{experiment_id} AND {quoted}"
+    values = {
+        "match": match,
+        "rowid_from": -span.max_id if span is not None else _ROWID_MIN,
+        "rowid_to": -span.min_id if span is not None else _ROWID_MAX,
+    }
+    return Query(compiled, slot_values(viewer, experiment=experiment_id, **values))
 
 
-def search_turn_query(
-    *,
-    experiment_id: int,
-    viewer: Viewer,
-    words: list[str],
-    before_round: int | None,
-    limit: int,
-    scan_limit: int,
-    columns: tuple[str, ...] = TURN_COLUMNS,
-    span: IdSpan | None = None,
-) -> Query | None:
-    """Readable turns matching any of ``words`` (already safe: `ranking.surface_words`),
-    newest first, at most ``limit``. ``columns`` must start with ``id, seq``. ``span``
-    (SQLite): the experiment's `IdSpan`, read with the caller's other reads; without it
-    the walk is unbounded and keeps the experiment token."""
-    if not words or limit < 1:
-        return None
-    vendor = connection.vendor
-    key = ("search", vendor, statement_shape(viewer), before_round is not None, limit, columns)
-    if vendor == "postgresql":
-        compiled = search_postgres.newest_matches(key, viewer, before_round, limit, columns)
-        values = {"query": " | ".join(words), "scan_limit": scan_limit}
-        if before_round is not None:
-            values["recent_from"] = before_round - RECENT_SEARCH_ROUNDS
-    elif vendor == "sqlite":
-        compiled = _sqlite_search(key, viewer, before_round, limit, columns)
-        either = " OR ".join(f'"{w}"' for w in words)
-        if span is not None and span.dense:
-            match = either if len(words) == 1 else f"({either})"
-        else:
-            match = f"xexp{experiment_id} AND ({either})"
-        values = {
-            "match": match,
-            "rowid_from": -span.max_id if span is not None else _ROWID_MIN,
-            "rowid_to": -span.min_id if span is not None else _ROWID_MAX,
-        }
-    else:  # pragma: no cover - only the two supported databases
-        return None
-
-    def newest(rows: list[tuple]) -> list[tuple]:
-        # SQLite walks by turn id; within an experiment seq grows with id, but say it
-        # exactly. (PostgreSQL's two tiers may together give more than ``limit``.)
-        return sorted(rows, key=lambda row: -row[1])[:limit]
-
-    values = slot_values(viewer, experiment=experiment_id, before_round=before_round, **values)
-    return Query(compiled, values, newest)
-
-
-def _sqlite_search(key, viewer, before_round, limit, columns) -> Precompiled:
+def _sqlite_search(key, viewer, limit) -> Precompiled:
     def build(slots):
         matching = selectors.turns_visible_to(
             experiment=slots.int("experiment"), viewer=slot_viewer(slots, viewer)
         )
-        if before_round is not None:
-            matching = matching.filter(round__lt=slots.int("before_round"))
-        return matching.order_by().values_list(*columns)
+        return matching.order_by().values_list(*POSTING_COLUMNS)
 
     base = compile_once(("base", *key), build)
     if base.sql.count(TURN_TABLE_FROM) != 1:  # pragma: no cover - guards the rewrite below
@@ -191,9 +153,9 @@ def postings_query(
     """Per word, the newest `ranking.DF_CAP` readable turns that contain it, in one
     statement: rows ``(word index, id, seq, tokens, round)``, by word, each word's newest
     first (`postings_by_word` makes them the postings `retrieval.ranked_hits` ranks by).
-    Visibility is applied before the cap. SQLite: the same selector-built search as
-    `search_turn_query`, once per word (``span`` as there); PostgreSQL: every word's
-    matches from one function call (`search_postgres.postings`), the same rows."""
+    Visibility is applied before the cap. SQLite: one selector-built FTS5 search per word
+    (`_word_query`; ``span`` as there); PostgreSQL: every word's matches from one
+    function call (`search_postgres.postings`), the same rows."""
     from context_engine.ranking import DF_CAP
 
     if not words:
@@ -208,21 +170,9 @@ def postings_query(
         )
         return Query(compiled, values)
     parts = [
-        search_turn_query(
-            experiment_id=experiment_id,
-            viewer=viewer,
-            words=[word],
-            before_round=None,
-            limit=DF_CAP,
-            scan_limit=selectors.SEARCH_SCAN_LIMIT,
-            columns=POSTING_COLUMNS,
-            span=span,
-        )
+        _word_query(experiment_id=experiment_id, viewer=viewer, word=word, limit=DF_CAP, span=span)
         for word in words
     ]
-    parts = [part for part in parts if part is not None]
-    if not parts:
-        return None
     key = ("postings", connection.vendor, statement_shape(viewer), len(parts))
     found = _joined.get(key)
     if found is None:

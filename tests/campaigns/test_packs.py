@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from campaigns.models import LoreEntry, Turn
-from campaigns.reads import packs, search, selectors
+from campaigns.reads import packs, selectors
 from campaigns.reads.precompiled import run_all
 from campaigns.services.experiments import participant_create
 from tests.factories import make_experiment
@@ -174,10 +174,6 @@ def test_reads_batched_into_one_round_trip_return_exactly_the_rows_of_each_state
         None,
         packs.whisper_stub_query(
             **ids, viewer=viewer, from_round=None, last_turns=0, full=True
-        ),
-        search.search_turn_query(
-            **ids, viewer=viewer, words=["turn"], before_round=from_round, limit=3,
-            scan_limit=500,
         ),
         packs.lore_query(**ids, viewer=viewer),
         packs.newest_summary_query(**ids, viewer=viewer, own_key="x"),

@@ -4,7 +4,6 @@ import pytest
 
 from campaigns.models import Turn
 from campaigns.reads import search, selectors
-from context_engine.ranking import make_query
 from tests.factories import make_experiment, make_turn
 
 pytestmark = pytest.mark.django_db
@@ -75,80 +74,6 @@ def test_edited_content_is_searchable_by_its_new_words(campaign):
     turn = make_turn(campaign, content="a plain sentence")
     Turn.objects.filter(pk=turn.pk).update(content="the saltmarch bridge")
     assert _search(campaign, "Thorin", "saltmarch") == ["the saltmarch bridge"]
-
-
-def _newest(experiment, role, text, *, before_round, limit):
-    """The newest-first primitive under the ranking (`search_turn_rows`), whose PostgreSQL
-    tiers these tests pin down."""
-    viewer = selectors.viewer_for_role(experiment=experiment, role=role)
-    rows = search.search_turn_rows(
-        experiment_id=experiment.pk,
-        viewer=viewer,
-        words=make_query(text).words,
-        before_round=before_round,
-        limit=limit,
-        scan_limit=selectors.SEARCH_SCAN_LIMIT,
-        columns=("id", "seq", "content"),
-    )
-    return [row[2] for row in rows]
-
-
-def _tiered_history(campaign, window):
-    """Matches on both sides of the recent-search window that ends before round 1000."""
-    old = 1000 - window - 5
-    make_turn(campaign, round=old, content="an old kestrel feather")
-    make_turn(campaign, round=old + 1, content="a second old kestrel feather")
-    make_turn(campaign, round=998, speaker="Cassia", kind="whisper", content="secret kestrel",
-              visibility=["Cassia", "DM"])  # fmt: skip
-    make_turn(campaign, round=999, content="a fresh kestrel feather")
-
-
-def test_search_reaches_past_the_recent_rounds_only_when_they_hold_too_few(campaign):
-    from campaigns.reads.search import RECENT_SEARCH_ROUNDS
-
-    _tiered_history(campaign, RECENT_SEARCH_ROUNDS)
-    # Thorin cannot read the whisper: one readable recent match, so the older rounds fill up.
-    assert _newest(campaign, "Thorin", "kestrel", before_round=1000, limit=3) == [
-        "a fresh kestrel feather",
-        "a second old kestrel feather",
-        "an old kestrel feather",
-    ]
-    # Enough readable recent matches: exactly the newest ones, nothing older.
-    assert _newest(campaign, "Cassia", "kestrel", before_round=1000, limit=2) == [
-        "a fresh kestrel feather",
-        "secret kestrel",
-    ]
-    assert _newest(campaign, "Thorin", "kestrel", before_round=1000, limit=1) == [
-        "a fresh kestrel feather"
-    ]
-
-
-def test_older_rounds_are_searched_on_their_own_when_recent_matches_are_all_unreadable(campaign):
-    """More unreadable matches in the recent rounds than a search looks at (PostgreSQL's
-    scan limit) do not hide an older readable one: each tier looks at its own rounds."""
-    from campaigns.reads.search import RECENT_SEARCH_ROUNDS
-    from campaigns.reads.selectors import SEARCH_SCAN_LIMIT
-
-    make_turn(campaign, round=1, content="an old kestrel feather")
-    first_recent = 1000 - RECENT_SEARCH_ROUNDS
-    whispers = [
-        Turn(
-            experiment=campaign,
-            seq=2 + i,
-            round=first_recent + i // 3,
-            speaker="Cassia",
-            kind="whisper",
-            content=f"secret kestrel number {i}",
-            visibility=["Cassia", "DM"],
-            tokens=5,
-        )
-        for i in range(SEARCH_SCAN_LIMIT + 10)
-    ]
-    Turn.objects.bulk_create(whispers)
-
-    assert _newest(campaign, "Thorin", "kestrel", before_round=1000, limit=3) == [
-        "an old kestrel feather"
-    ]
 
 
 def _postings(experiment, role, words, span):

@@ -26,7 +26,7 @@ ROLES = ("DM", "Thorin", "Cassia")
 
 
 def _transcript(rounds: int = 310) -> dict:
-    """Turns over ``rounds`` rounds (both search tiers), mixed audiences, several words."""
+    """Turns over ``rounds`` rounds, mixed audiences, several words."""
     turns = []
     for round_ in range(1, rounds + 1):
         word = WORDS[round_ % len(WORDS)]
@@ -70,7 +70,7 @@ def _searches(experiment, roles=ROLES, texts=SEARCHES) -> dict:
     for role in roles:
         viewer = selectors.viewer_for_role(experiment=experiment, role=role)
         for text in texts:
-            for before_round in (None, 2, 300):  # both tiers: recent rounds, then older
+            for before_round in (None, 2, 300):
                 for limit in (3, 25):
                     found = search.search_turns(
                         experiment=experiment,
@@ -109,7 +109,7 @@ def test_search_right_after_import_equals_search_after_the_indexing_task():
     after = _searches(experiment)
 
     assert after == before
-    # Not vacuous: the searches found rows, audiences differ, and both tiers were used.
+    # Not vacuous: the searches found rows, audiences differ, and rounds were cut.
     assert before["DM", "ashfern", None, 25] and before["Thorin", "kestrel", 300, 3]
     assert before["Thorin", "ashfern", None, 25] != before["DM", "ashfern", None, 25]
     assert before["Cassia", "nothingmatches", None, 25] == []
