@@ -112,14 +112,21 @@ def compile_once(
 
 
 def _columns(queryset: QuerySet) -> tuple[tuple[str, bool], ...] | None:
-    """(name, is JSON) per column of a ``values_list`` queryset (None for anything else)."""
+    """(name, is JSON) per column of a ``values_list`` queryset, annotations in their
+    place (None for anything else)."""
     from django.db.models import JSONField
 
-    names = queryset.query.values_select
-    if not names or queryset.query.annotation_select:
+    query = queryset.query
+    selected = query.selected
+    if not query.values_select and not selected:
         return None
+    names = list(selected) if selected else list(query.values_select)
     columns = []
     for name in names:
+        annotation = query.annotation_select.get(name)
+        if annotation is not None:
+            columns.append((name, isinstance(annotation.output_field, JSONField)))
+            continue
         model, field = queryset.model, None
         for part in name.split("__"):
             field = model._meta.get_field(part)

@@ -15,10 +15,10 @@ from itertools import groupby
 from operator import itemgetter
 
 from django.db import connection
-from django.db.models import OuterRef, Subquery
+from django.db.models import BooleanField, OuterRef, Subquery
 from django.db.models.expressions import RawSQL
 
-from campaigns.models import Experiment, Turn
+from campaigns.models import Experiment, SearchBacklog, Turn
 from campaigns.reads import search_postgres, selectors
 from campaigns.reads.packs import (
     TURN_COLUMNS,
@@ -148,20 +148,34 @@ _joined: dict[tuple, Precompiled] = {}
 
 
 def postings_query(
-    *, experiment_id: int, viewer: Viewer, words: list[str], span: IdSpan | None = None
+    *,
+    experiment_id: int,
+    viewer: Viewer,
+    words: list[str],
+    span: IdSpan | None = None,
+    backlog: bool | None = None,
 ) -> Query | None:
     """Per word, the newest `ranking.DF_CAP` readable turns that contain it, in one
     statement: rows ``(word index, id, seq, tokens, round)``, by word, each word's newest
     first (`postings_by_word` makes them the postings `retrieval.ranked_hits` ranks by).
     Visibility is applied before the cap. SQLite: one selector-built FTS5 search per word
-    (`_word_query`; ``span`` as there); PostgreSQL: every word's matches from one
-    function call (`search_postgres.postings`), the same rows."""
+    (`_word_query`; ``span`` as there); PostgreSQL: every word's term rows in one
+    statement (`search_postgres.postings`), or, while the experiment has a
+    `SearchBacklog` row (``backlog``; read here when None), its full-text search
+    (`search_postgres.backlog_postings`): the same rows."""
     from context_engine.ranking import DF_CAP
 
     if not words:
         return None
     if connection.vendor == "postgresql":
-        compiled = search_postgres.postings(viewer, POSTING_COLUMNS, DF_CAP)
+        if backlog is None:
+            backlog = SearchBacklog.objects.filter(experiment_id=experiment_id).exists()
+        if not backlog:
+            compiled = search_postgres.postings(viewer, POSTING_COLUMNS, DF_CAP)
+            return Query(
+                compiled, slot_values(viewer, experiment=experiment_id, queries=list(words))
+            )
+        compiled = search_postgres.backlog_postings(viewer, POSTING_COLUMNS, DF_CAP)
         values = slot_values(
             viewer,
             experiment=experiment_id,
@@ -267,6 +281,15 @@ def hit_query(*, experiment_id: int, viewer: Viewer, hit_ids: list[int], neighbo
         # The neighbours the hits named, by primary key with the selector's turn rule.
         named = " UNION ".join(f"SELECT {name} FROM hits" for name in around_names)
         rule = selectors._turn_rule(slot_viewer(slots, viewer))
+        if connection.vendor == "postgresql":
+            # As an array, the ids are a list of primary keys to look up: as an IN
+            # subquery a generic plan could hash-join them with a scan of every turn
+            # (chosen on a table of a few thousand turns, then kept as it grew).
+            listed = RawSQL(f'"campaigns_turn"."id" = ANY(ARRAY({named}))', [], BooleanField())
+            hit = RawSQL(
+                '"campaigns_turn"."id" = ANY(ARRAY(SELECT id FROM hits))', [], BooleanField()
+            )
+            return Turn.objects.filter(listed).exclude(hit).filter(rule).values_list(*TURN_COLUMNS)
         return (
             Turn.objects.filter(id__in=RawSQL(named, []))
             .exclude(id__in=RawSQL("SELECT id FROM hits", []))

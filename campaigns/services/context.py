@@ -27,9 +27,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from django.db import connection
-from django.db.models import OuterRef
+from django.db.models import Exists, OuterRef
 
-from campaigns.models import ContextEvent, Experiment, Participant
+from campaigns.models import ContextEvent, Experiment, Participant, SearchBacklog
 from campaigns.reads import adapters, packs, search, selectors
 from campaigns.reads.precompiled import Query, compile_once, json_value, run_all
 from campaigns.reads.selectors import Viewer
@@ -109,7 +109,11 @@ def pack_input_for_role(
     hook, rules, config_raw, current_round, flags, state_fields, state_round, state_id = found[0][
         :8
     ]
-    span = search.IdSpan.from_row(found[0][8:]) if len(found[0]) > 8 else None
+    # SQLite: the experiment's turn id span; PostgreSQL: whether an import's turns wait
+    # for the search index (`search.postings_query`).
+    extra = found[0][8:]
+    span = search.IdSpan.from_row(extra) if connection.vendor == "sqlite" else None
+    backlog = bool(extra[0]) if connection.vendor == "postgresql" else None
     participants = [ParticipantView(*row) for row in participant_rows]
     participant = next((p for p in participants if p.role == role), None)
     if participant is None:
@@ -155,7 +159,13 @@ def pack_input_for_role(
     views.extend(adapters.stub_view_row(row, dm_roles) for row in stubs)
     loaded = [view for view in views if view.content]
     hits, around = _ranked_retrieval(
-        experiment_id, viewer, needs, query_for(input_text, loaded, participants), dm_roles, span
+        experiment_id,
+        viewer,
+        needs,
+        query_for(input_text, loaded, participants),
+        dm_roles,
+        span=span,
+        backlog=backlog,
     )
 
     # Results of the role's own /search, /lore, /timeline since its last turn (SPEC §5.8).
@@ -194,13 +204,17 @@ def pack_input_for_role(
 def _experiment_query(experiment_id: int) -> Query:
     """Hook, rules, config, the campaign clock and the world state, in one query; on
     SQLite also the experiment's turn id span (`search.IdSpan`), which bounds its
-    full-text walks (PostgreSQL's search needs none)."""
-    with_span = connection.vendor == "sqlite"
+    full-text walks; on PostgreSQL whether it has a `SearchBacklog` row, which picks
+    the postings' statement (`search.postings_query`)."""
+    vendor = connection.vendor
 
     def build(slots):
         experiments = Experiment.objects.filter(pk=slots.int("experiment")).order_by()
-        spans = search.span_columns(OuterRef("pk")) if with_span else {}
-        return experiments.annotate(**spans).values_list(
+        if vendor == "sqlite":
+            extra = search.span_columns(OuterRef("pk"))
+        else:
+            extra = {"backlog": Exists(SearchBacklog.objects.filter(experiment=OuterRef("pk")))}
+        return experiments.annotate(**extra).values_list(
             "hook",
             "rules",
             "config",
@@ -209,10 +223,10 @@ def _experiment_query(experiment_id: int) -> Query:
             "world_state__fields",
             "world_state__last_updated_round",
             "world_state__id",
-            *spans,
+            *extra,
         )
 
-    return Query(compile_once(("pack-experiment", with_span), build), {"experiment": experiment_id})
+    return Query(compile_once(("pack-experiment", vendor), build), {"experiment": experiment_id})
 
 
 def _participants_query(experiment_id: int) -> Query:
@@ -260,7 +274,9 @@ def _turn_queries(experiment_id: int, viewer: Viewer, role: str, needs) -> list[
     return [window, monologues]
 
 
-def _ranked_retrieval(experiment_id: int, viewer: Viewer, needs, query, dm_roles, span=None):
+def _ranked_retrieval(
+    experiment_id: int, viewer: Viewer, needs, query, dm_roles, *, span=None, backlog=None
+):
     """The retrieval hits, best first, and their neighbours (SPEC §5.8): the postings of
     the query's words from the full-text index (one statement), ranked by the engine
     (`retrieval.ranked_hits`, as the Arena's replay ranks), then the hits' rows with
@@ -269,7 +285,7 @@ def _ranked_retrieval(experiment_id: int, viewer: Viewer, needs, query, dm_roles
         return (), ()
     words = query.words
     query_rows = search.postings_query(
-        experiment_id=experiment_id, viewer=viewer, words=words, span=span
+        experiment_id=experiment_id, viewer=viewer, words=words, span=span, backlog=backlog
     )
     # Every readable turn ranks, the role's own monologues too (the selectors give a
     # player its own and no other's): an agent's older plans are found when asked for.

@@ -30,6 +30,8 @@ def expected_triggers() -> set[str]:
         names |= {"campaigns_turn_fts_ai", "campaigns_turn_fts_ad", "campaigns_turn_fts_au"}
     else:  # "a turn's experiment exists", in place of the foreign key (migration 0020)
         names |= {"turn_experiment_exists", "turn_experiment_fixed", "experiment_turns_gone"}
+        # A turn's term rows, which ranked retrieval reads (migration 0037).
+        names |= {f"turn_terms_{event}" for event in ("insert", "update", "delete", "truncate")}
     return names
 
 

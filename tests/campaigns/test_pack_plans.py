@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from campaigns import bench
-from campaigns.models import Experiment
+from campaigns.models import Experiment, SearchBacklog
 from campaigns.reads import precompiled, search, selectors
 from campaigns.services.context import pack_for_role
 from context_engine.types import STRATEGIES
@@ -87,14 +87,13 @@ def _recorded_statements(monkeypatch) -> list[tuple[str, list]]:
 def test_ranked_retrievals_reads_are_prepared_once_too(campaign):
     """Planning the postings statement cost more than running it; it and the hits' reads
     run on generic plans like the batched reads. The postings are one statement whatever
-    the number of query words (`babel_turn_postings`, migration 0034)."""
+    the number of query words (`search_postgres.postings`)."""
 
     def retrieval_statements():
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements "
-                "WHERE statement LIKE 'WITH scanned AS MATERIALIZED "
-                "(SELECT * FROM babel_turn_postings%%'"
+                'WHERE statement LIKE \'SELECT "w"."i" - 1 AS "word"%%\''
             )
             return {row[0]: (row[1], row[2]) for row in cursor.fetchall()}
 
@@ -144,16 +143,20 @@ def _turns_checked_word_by_word(plan: str) -> int:
 @pytest.mark.parametrize("role", ["DM", "Thorin"])
 def test_a_packs_search_looks_its_words_up_in_the_index(monkeypatch, turns, role):
     """Prepared blind to the values, the search once walked a small campaign's turns and
-    computed ``to_tsvector`` on each (40-50 ms a pack at 1,000 turns). Its matches are now
-    planned per call with the values (`babel_turn_postings`, migrations 0022, 0033, 0034),
-    and the prepared statement applies visibility to the rows the function returns: it
-    never joins them to a scan of every turn (with a small table it once had, a plan it
-    would keep as the table grew)."""
+    computed ``to_tsvector`` on each (40-50 ms a pack at 1,000 turns). A pack's postings
+    now read each word's term rows from their index (migration 0037), prepared once; while
+    an import's turns wait for the index (a `SearchBacklog` row) they come from
+    `babel_turn_postings`, planned per call with the values, and the prepared statement
+    applies visibility to the rows the function returns (`test_a_campaign_among_bigger_
+    ones_reads_only_its_own_matches`). The generic plans never join the matches to a scan
+    of every turn (with a small table it once had, a plan it would keep as the table
+    grew)."""
     if not database_is_postgres():
         unavailable("prepared statements and generic plans are PostgreSQL's")
     experiment = bench.create_campaign(turns)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE campaigns_turn")  # as autovacuum would have by now
+        cursor.execute("ANALYZE campaigns_turn_terms")
     statements = _recorded_statements(monkeypatch)
     with CaptureQueriesContext(connection) as everything:
         pack_for_role(experiment=experiment, role=role, input_text=INPUT, use_cache=False)
@@ -164,8 +167,9 @@ def test_a_packs_search_looks_its_words_up_in_the_index(monkeypatch, turns, role
     assert searches, plans
     for plan in searches:
         assert _turns_checked_word_by_word(plan) < 100, plan
-    # The ranked retrieval's postings (planned per call, not batched) use the function.
-    assert any("babel_turn_postings" in query["sql"] for query in everything.captured_queries)
+    # The postings read the term rows' index; the full-text search is for a backlog only.
+    assert any("turn_terms_newest" in plan for plan in plans), plans
+    assert not any("babel_turn_postings" in q["sql"] for q in everything.captured_queries)
     for sql, params in statements:
         plan = _generic_plan(sql, params)
         assert "Seq Scan on campaigns_turn" not in plan, plan
@@ -185,10 +189,12 @@ def _heap_rows_of_the_word_scans(plans: list[str]) -> list[tuple[bool, int]]:
 
 
 def test_a_campaign_among_bigger_ones_reads_only_its_own_matches():
-    """The full-text index is keyed by experiment and word (migration 0035): a small
-    campaign's search gives the heap its own matches, not every campaign's. A campaign
-    with at least half of the turns searches by word alone (the experiment's entry in the
-    index would list most of the table). The same postings either way."""
+    """The full-text index is keyed by experiment and word (migration 0035): where a
+    search uses it (words whose turns are not all in ``campaigns_turn_terms`` yet, during
+    an import's indexing), a small campaign's search gives the heap its own matches, not
+    every campaign's. A campaign with at least half of the turns searches by word alone
+    (the experiment's entry in the index would list most of the table). The same postings
+    either way."""
     if not database_is_postgres():
         unavailable("the full-text index and its plans are PostgreSQL's")
     big = bench.create_campaign(3000)
@@ -201,6 +207,7 @@ def test_a_campaign_among_bigger_ones_reads_only_its_own_matches():
     }
 
     for experiment, keyed in ((small, True), (big, False)):
+        SearchBacklog.objects.create(experiment=experiment)  # as during an import's indexing
         viewer = selectors.viewer_for_role(experiment=experiment, role="DM")
         query = search.postings_query(
             experiment_id=experiment.pk, viewer=viewer, words=["ashfern", "leave"]
@@ -218,3 +225,43 @@ def test_a_campaign_among_bigger_ones_reads_only_its_own_matches():
                     [experiment.pk, ["ashfern", "leave"], 10**6],
                 )
                 assert sum(found for _, found in scans) == cursor.fetchone()[0]
+
+
+def test_a_words_postings_stop_at_its_newest_readable_matches():
+    """Each word's postings come from ``campaigns_turn_terms`` (migration 0037) newest
+    first, by experiment and word in the index: the read stops at the word's ``DF_CAP``-th
+    readable match, so it reads that many rows and the hidden ones among them, however
+    many turns of the campaign (or of others) use the word. No GIN search runs."""
+    if not database_is_postgres():
+        unavailable("the term rows and their plans are PostgreSQL's")
+    from collections import Counter
+
+    from context_engine.ranking import DF_CAP, surface_words
+
+    bench.create_campaign(3000, seed=3)  # another campaign using the same words
+    experiment = bench.create_campaign(6000)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE campaigns_turn")
+        cursor.execute("ANALYZE campaigns_turn_terms")
+    viewer = selectors.viewer_for_role(experiment=experiment, role="Thorin")
+    readable = selectors.turns_visible_to(experiment=experiment, viewer=viewer)
+    counts = Counter(
+        w for text in readable.values_list("content", flat=True) for w in set(surface_words(text))
+    )
+    word, readable_matches = counts.most_common(1)[0]
+    assert readable_matches > DF_CAP + 100  # a common word
+    query = search.postings_query(experiment_id=experiment.pk, viewer=viewer, words=[word])
+    # Sent unprepared: auto_explain does not see the prepared statement's executions.
+    with pg_nested_plans() as plans, connection.cursor() as cursor:
+        cursor.execute(query.compiled.sql, query.compiled.bind(query.values))
+        rows = cursor.fetchall()
+
+    assert rows == query.rows()
+    assert len(rows) == DF_CAP  # the cap, not every match
+    term_scans = [
+        line for plan in plans for line in plan.splitlines() if "turn_terms_newest" in line
+    ]
+    assert term_scans and all("Backward" in line for line in term_scans), plans
+    read = sum(int(line.split("rows=")[-1].split()[0]) for line in term_scans)
+    assert DF_CAP <= read < readable_matches, (read, readable_matches)
+    assert not any("turn_exp_content_fts" in plan for plan in plans), plans
