@@ -164,11 +164,12 @@ def lore_line(lore: LoreView) -> str:
     return f"- {lore.term} ({lore.category}{status}): {definition}"
 
 
-def lore_line_cost(lore: LoreView) -> int:
+def lore_line_cost(lore: LoreView, line: str) -> int:
+    """Estimated tokens of ``line`` (``lore``'s `lore_line`) plus its newline."""
     if lore.tokens > 0:
         status = ", unconfirmed" if lore.status == "proposed" else ""
         return textops.count(f"- {lore.term} ({lore.category}{status}):") + lore.tokens + 2
-    return textops.count(lore_line(lore)) + 1
+    return textops.count(line) + 1
 
 
 def lore_name(lore: LoreView) -> str:

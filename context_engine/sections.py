@@ -102,12 +102,9 @@ class LoreCandidate:
 def lore_candidates(view: View) -> list[LoreCandidate]:
     out = []
     for entry in view.lore:
-        name = lore_name(entry)
-        out.append(
-            LoreCandidate(
-                entry, lore_line(entry), lore_line_cost(entry), name, textops.count(name + ", ")
-            )
-        )
+        name, line = lore_name(entry), lore_line(entry)
+        cost = lore_line_cost(entry, line)
+        out.append(LoreCandidate(entry, line, cost, name, textops.count(name + ", ")))
     return out
 
 
