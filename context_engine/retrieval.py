@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from operator import attrgetter
+from typing import NamedTuple
 
 from context_engine import ranking, strain, textops, tokens
 from context_engine.lines import lore_line, turn_entry
@@ -153,8 +154,7 @@ def search_memory(
     return hits, tuple(sorted(around.values(), key=lambda t: t.seq))
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(NamedTuple):  # a named tuple, like `trimming.Line`: ~120 per pack
     line: str
     ref: str
     kind: str  # lore | state | turn
