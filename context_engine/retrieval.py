@@ -96,7 +96,9 @@ def context_texts(turns: Sequence[TurnView]) -> list[str]:
     """The newest `CONTEXT_TURNS` turns' texts (no monologues), oldest first: what the
     scene is about. ``turns`` must be readable; the loader and the replay pass the
     window they loaded, the engine its `View`, so all three build the same query."""
-    newest = sorted((t for t in turns if t.kind != "monologue" and t.content), key=lambda t: t.seq)
+    newest = sorted(
+        (t for t in turns if t.kind != "monologue" and t.content), key=attrgetter("seq")
+    )
     return [t.content for t in newest[-CONTEXT_TURNS:]]
 
 
