@@ -242,9 +242,7 @@ def rank(
     around = {hit.id: _neighbours(hit, ordered, seqs, chosen.neighbours) for hit in top}
     # A round's opening turn, when it states a date, dates every hit of that round (the
     # loader fetches it with the hit; the first known turn of a round is that opener).
-    openers: dict[int, TurnView] = {}
-    for turn in ordered:
-        openers.setdefault(turn.round, turn)
+    openers = {turn.round: turn for turn in reversed(ordered)}  # the first of each round wins
     dating: dict[int, bool] = {}  # by opener id: many hits share a round's opener
     dated = {}
     for hit in top:
@@ -267,14 +265,15 @@ def rank(
 def section(name: str, budget: int, hits: list[Hit]) -> tuple[Section, list[TrimEvent], list[str]]:
     """Fit hits by priority, a hit that does not fit skipped for the next (the budget is
     spent as fully as the order allows); render pinned, facts, then turns in story order."""
+    # Positional: a named tuple built from keywords takes ~0.2 µs longer, ~120 times a pack.
     lines = [
         Line(
-            order=(hit.group, hit.seq if hit.group == 2 else index),
-            text=hit.line,
-            item=PackItem(hit.kind, hit.ref, hit.cost),
-            cost=hit.cost,
-            drop_key=(-index,),
-            reason="lowest-ranked retrieval snippet goes first",
+            (hit.group, hit.seq if hit.group == 2 else index),  # order
+            hit.line,  # text
+            PackItem(hit.kind, hit.ref, hit.cost),  # item
+            hit.cost,  # cost
+            (-index,),  # drop_key
+            "lowest-ranked retrieval snippet goes first",  # reason
         )
         for index, hit in enumerate(hits)
     ]
