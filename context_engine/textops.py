@@ -87,9 +87,13 @@ def mentions(term: str, haystack_lower: str) -> bool:
     term = term.strip()
     if not term:
         return False
-    if term.lower() not in haystack_lower:  # fast reject before the regex
+    start = haystack_lower.find(term.lower())
+    if start < 0:  # fast reject before the regex
         return False
-    return _term_pattern(term).search(haystack_lower) is not None
+    # No match starts before the term's first occurrence, so the regex starts there (its
+    # lookbehind still sees the character before): scanning a whole window from its
+    # start was most of `sections.named_lore_ids`.
+    return _term_pattern(term).search(haystack_lower, start) is not None
 
 
 def tail_lines_within(lines: list[str], max_tokens: int, header: str = "") -> int:

@@ -25,7 +25,9 @@ exceeds its cap on its own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from operator import attrgetter
+from typing import NamedTuple
 
 from context_engine import textops, tokens
 from context_engine.lines import Entry
@@ -77,9 +79,12 @@ def protected_refs(entries: list[Entry], dm_roles: frozenset[str]) -> frozenset[
     return frozenset(keep)
 
 
-@dataclass(frozen=True)
-class Line:
-    """One line of a section with where it renders and whether trimming may drop it."""
+class Line(NamedTuple):
+    """One line of a section with where it renders and whether trimming may drop it.
+
+    A named tuple, like `ranking.Posting`: a pack builds ~300 of them, and a tuple is
+    built about three times faster than a frozen dataclass (measured: 0.27 vs 0.78 µs).
+    """
 
     order: tuple  # render position (sorted ascending)
     text: str
@@ -89,13 +94,17 @@ class Line:
     reason: str = ""
 
 
+_RENDER_ORDER = attrgetter("order")
+_DROP_ORDER = attrgetter("drop_key")  # only for lines that have one
+
+
 def entry_line(entry: Entry, protected: frozenset[str], order_group: int = 1) -> Line:
     cls = drop_class(entry)
     droppable = entry.ref not in protected
     return Line(
         order=(order_group, entry.seq),
         text=entry.line,
-        item=PackItem(entry.item_kind, entry.ref, entry.cost),
+        item=entry.item,
         cost=entry.cost,
         drop_key=(1 if entry.hinge else 0, cls, entry.seq) if droppable else None,
         reason=CLASS_REASONS[cls] + (" (hinge turns go after non-hinges)" if entry.hinge else ""),
@@ -119,9 +128,7 @@ def select(
     Returns (kept lines, the remaining droppable lines in drop order, events).
     """
     events: list[TrimEvent] = []
-    droppable = sorted(
-        (line for line in lines if line.drop_key is not None), key=lambda line: line.drop_key
-    )
+    droppable = sorted((line for line in lines if line.drop_key is not None), key=_DROP_ORDER)
     dropped: set[int] = set()
     total = (textops.count(header) + 1) + sum(line.cost for line in lines)
     while total > budget and droppable:
@@ -146,9 +153,7 @@ def assemble(
     in order, verify with one exact count, and truncate only as the last resort."""
     kept, droppable, events = select(name, budget, header, lines)
     while True:
-        ordered = sorted(kept, key=lambda line: line.order)
-        text = render(header, [line.text for line in ordered])
-        used = textops.count_uncached(text) if text else 0
+        ordered, text, used = _rendered(header, kept)
         if used <= budget or not droppable:
             break
         line = droppable.pop(0)  # the estimate was low: drop one more and recount
@@ -188,8 +193,7 @@ def assemble_filling(
         else:
             skipped.append(line)
     while True:  # the estimate was low: drop the lowest-priority choice and recount
-        kept = fixed + chosen
-        used = _exact(header, kept)
+        ordered, text, used = _rendered(header, fixed + chosen)
         if used <= budget or not chosen:
             break
         skipped.insert(0, chosen.pop())
@@ -200,14 +204,11 @@ def assemble_filling(
         if used + line.cost - 1 > budget:  # cannot fit even counted without its newline
             continue
         tries += 1
-        trial = _exact(header, fixed + chosen + [line])
-        if trial <= budget:
+        trial = _rendered(header, fixed + chosen + [line])
+        if trial[2] <= budget:
             chosen.append(line)
             skipped.remove(line)
-            used = trial
-    kept = fixed + chosen
-    ordered = sorted(kept, key=lambda line: line.order)
-    text = render(header, [line.text for line in ordered])
+            ordered, text, used = trial  # what was counted is the section: no second render
     events = [_drop_event(name, budget, line) for line in sorted(skipped, key=_drop_key)]
     section = Section(name, budget, used, text, tuple(line.item for line in ordered))
     warnings: list[str] = []
@@ -224,10 +225,11 @@ def _best_first(lines) -> list[Line]:
     return sorted(lines, key=_drop_key, reverse=True)
 
 
-def _exact(header: str, kept: list[Line]) -> int:
-    ordered = sorted(kept, key=lambda line: line.order)
+def _rendered(header: str, kept: list[Line]) -> tuple[list[Line], str, int]:
+    """``kept`` in render order, the section's text, and its exact token count."""
+    ordered = sorted(kept, key=_RENDER_ORDER)
     text = render(header, [line.text for line in ordered])
-    return textops.count_uncached(text) if text else 0
+    return ordered, text, textops.count_uncached(text) if text else 0
 
 
 def cap(section: Section, events: list[TrimEvent], warnings: list[str]) -> Section:
@@ -284,7 +286,7 @@ def cut_tail_keeping(
         drop += 1
         text = render(header, [entry.line for entry in kept])
         used = textops.count_uncached(text)
-    items = tuple(PackItem(e.item_kind, e.ref, e.cost) for e in kept)
+    items = tuple(e.item for e in kept)
     section = Section(name, budget, used, text, items)
     section = cap(section, events, warnings)  # the newest line alone is too long
     if drop:

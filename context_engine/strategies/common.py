@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 
 from context_engine import sections as secs
 from context_engine import state as state_mod
@@ -129,6 +130,9 @@ def statics(inp: PackInput, view: View, *, prune_state: bool = True, reminder: s
     )
 
 
+_ENTRY_ORDER = attrgetter("seq", "ref")
+
+
 def _pinned(turn: TurnView, view: View) -> bool:
     """The agent's own last monologues: kept regardless of window and cuts."""
     return turn.kind == "monologue" and not view.omniscient
@@ -145,7 +149,7 @@ def round_window(view: View, rounds: int) -> tuple[list[Entry], list[TurnView]]:
         else:
             older.append(turn)
     window += [stub_entry(t) for t in view.stubs if t.round >= start]
-    window.sort(key=lambda e: (e.seq, e.ref))
+    window.sort(key=_ENTRY_ORDER)
     return window, older
 
 
@@ -168,7 +172,7 @@ def last_window(view: View, count: int) -> tuple[list[Entry], list[TurnView]]:
     window = [turn_entry(t) for t in chosen]
     window += [turn_entry(t) for t in view.turns if _pinned(t, view) and inside(t)]
     window += [stub_entry(t) for t in view.stubs if inside(t)]
-    window.sort(key=lambda e: (e.seq, e.ref))
+    window.sort(key=_ENTRY_ORDER)
     older = core[: len(core) - len(chosen)]
     return window, older
 

@@ -26,7 +26,7 @@ from context_engine.strategies.common import (
     window_text_lower,
 )
 from context_engine.trimming import Line, assemble, entry_line, fixed_line, protected_refs
-from context_engine.types import SECTION_NAMES, PackInput, PackItem, TrimEvent
+from context_engine.types import SECTION_NAMES, PackInput, TrimEvent
 
 RECENT_HEADER = "## Recent events"
 SHIFT_DIVISOR = 4  # of what Strain III frees in the window, the digest may take this share
@@ -128,7 +128,7 @@ def recent_builder(
             Line(
                 (0, e.seq),
                 e.line,
-                PackItem(e.item_kind, e.ref, e.cost),
+                e.item,
                 e.cost,
                 (-2, e.seq),
                 "lent room: older turns before the window, oldest first",
