@@ -142,3 +142,17 @@ def create_campaign(turn_count: int, *, seed: int = 7) -> Experiment:
             method="fallback",
         )
     return experiment
+
+
+def append_turn(experiment: Experiment, rng: random.Random) -> Turn:
+    """The campaign's next turn, as `create_campaign` would have written it, with the
+    clock moved to its round: what happens before each agent's pack in play."""
+    last = experiment.turns.order_by("-seq").values_list("seq", flat=True).first() or 0
+    fields = turn_fields(rng, last)
+    turn = Turn.objects.create(
+        experiment=experiment, seq=last + 1, tokens=tokens.count(fields["content"]), **fields
+    )
+    if turn.round > experiment.current_round:
+        Experiment.objects.filter(pk=experiment.pk).update(current_round=turn.round)
+        experiment.current_round = turn.round
+    return turn

@@ -21,10 +21,10 @@ def test_bench_prints_one_row_per_benchmark_against_its_floor_and_keeps_nothing(
     out = StringIO()
     call_command("bench", sizes=[16, 40], repeats=1, import_turns=30, stdout=out, stderr=StringIO())
     text = out.getvalue()
-    for row in ("pack build", "pack cache hit", "import"):
+    for row in ("pack build", "pack, new turn", "pack cache hit", "import"):
         assert row in text
     assert "raw indexed fetch" in text and "raw tiktoken" in text
-    assert "40 vs 16" in text
+    assert text.count("40 vs 16") == 2  # the rebuilt pack's ratio and the new-turn pack's
     assert Experiment.objects.count() == 0 and Turn.objects.count() == 0
 
 
@@ -85,6 +85,18 @@ def test_bench_context_builds_packs_among_other_campaigns_and_keeps_nothing():
     assert "2 other campaigns of each size" in out.getvalue()
     assert "built 48 turns" in err.getvalue()
     assert "     16 all" in out.getvalue()
+    assert Experiment.objects.count() == 0 and Turn.objects.count() == 0
+
+
+def test_bench_context_times_packs_after_a_new_turn_and_keeps_nothing():
+    out = StringIO()
+    call_command("bench_context", sizes=[16, 24], repeats=2, stdout=out, stderr=StringIO())
+    text = out.getvalue()
+    assert "new-turn ms" in text.splitlines()[1]
+    rows = [line.split() for line in text.splitlines() if line.startswith("     24 ")]
+    assert len(rows) == 6  # five roles and all
+    assert all(float(row[4]) > 0 for row in rows)  # each has its new-turn median
+    assert "median at 24 turns, after a new turn:" in text
     assert Experiment.objects.count() == 0 and Turn.objects.count() == 0
 
 
