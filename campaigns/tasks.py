@@ -26,7 +26,7 @@ def recount_turn_tokens(turn_id: int) -> int | None:
 
 @shared_task(acks_late=True, soft_time_limit=270, time_limit=300)
 def index_turn_search(experiment_id: int) -> int:
-    """Full-text index an imported experiment's turns (PostgreSQL; searches see them anyway)."""
+    """Index an imported experiment's turns for search (searches see them meanwhile)."""
     return transcripts.index_imported_turns(experiment_id=experiment_id)
 
 

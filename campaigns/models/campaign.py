@@ -250,10 +250,6 @@ class Turn(models.Model):
             # Pack building: "turns of experiment E with round >= R" (hot window) and the
             # timeline's "?round=" filter.
             models.Index(fields=["experiment", "round", "seq"], name="turn_exp_round_seq"),
-            # The experiment's id span (its lowest and highest turn id, one index probe
-            # each): SQLite's ranked retrieval bounds its full-text walks by it
-            # (`campaigns.reads.search`).
-            models.Index(fields=["experiment", "id"], name="turn_exp_id"),
             # Hinge anchors beyond the window: "hinge turns of E with round >= R - TTL".
             models.Index(
                 fields=["experiment", "round"],
@@ -298,15 +294,16 @@ MONOLOGUE_KIND = RawSQL(
 
 
 class SearchBacklog(models.Model):
-    """PostgreSQL: an experiment whose imported turns are not in the full-text index yet.
+    """An experiment whose imported turns are not in the search index yet.
 
-    An import writes its turns outside the GIN index (``search_indexed`` false, migration
-    0017) and this row beside them; `transcripts.index_imported_turns` (a task sent after
-    commit) adds the turns to the index and then deletes the row. Searches scan the
-    experiment's not-yet-indexed turns only while it exists
-    (`babel_turn_postings`, migrations 0034 and 0035): one row per import, where a partial index
-    over the pending turns cost a write per turn. SQLite indexes during the import and
-    never has one.
+    An import writes its turns without their search rows (PostgreSQL: outside the GIN
+    index and the term rows, ``search_indexed`` false, migrations 0017 and 0037; SQLite:
+    without term rows, migration 0038) and this row beside them;
+    `transcripts.index_imported_turns` (a task sent after commit) indexes the turns and
+    then deletes the row. While it exists, searches also scan the experiment's turns
+    that wait (`search_postgres.backlog_postings`, `search_sqlite.backlog_postings`):
+    one row per import, where a partial index over the pending turns cost a write per
+    turn.
     """
 
     experiment = models.OneToOneField(

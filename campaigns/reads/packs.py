@@ -25,7 +25,7 @@ from campaigns.models import (
     Turn,
 )
 from campaigns.reads import selectors
-from campaigns.reads.precompiled import Query, compile_once
+from campaigns.reads.precompiled import Precompiled, Query, compile_once
 from campaigns.reads.selectors import Viewer
 
 TURN_COLUMNS = (
@@ -41,7 +41,7 @@ TURN_COLUMNS = (
     "tokens",
 )
 # The FROM clause of a selector-built read of turns: the search rewrites it to read the
-# same rows through the full-text index (SQLite) or from the matches' own rows (PostgreSQL).
+# same columns from the term rows or from a function's matches (`over_rows`).
 TURN_TABLE_FROM = ' FROM "campaigns_turn" WHERE '
 STUB_COLUMNS = ("id", "seq", "round", "speaker", "kind", "visibility", "hinge")
 LORE_COLUMNS = ("id", *LORE_FIELDS)
@@ -55,6 +55,19 @@ SUMMARY_COLUMNS = (
     "method",
     "version",
 )
+
+
+def over_rows(compiled: Precompiled, source: str, params: tuple = ()) -> Precompiled:
+    """``compiled`` (a selector-built read of turns) run over the rows of ``source`` — a
+    table or subquery with the turn columns the statement reads, under the turns table's
+    own name — instead of the turns table; ``params`` are ``source``'s own. The rule is
+    the selector's, unchanged: a column ``source`` lacks fails loudly ("no such column"),
+    it never reads past the rule."""
+    head, found, tail = compiled.sql.partition(TURN_TABLE_FROM)
+    if not found or "%s" in head or TURN_TABLE_FROM in tail:  # pragma: no cover - shape guard
+        raise ValueError("Unexpected SQL shape for reading turns from other rows.")
+    sql = f'{head} FROM {source} AS "campaigns_turn" WHERE {tail}'
+    return Precompiled(sql, (*params, *compiled.params), compiled.columns)
 
 
 def statement_shape(viewer: Viewer) -> tuple[bool, bool]:

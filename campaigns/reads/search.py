@@ -2,15 +2,14 @@
 
 Beside the pack loader's other reads (`campaigns.reads.packs`) and built the same way,
 from the selectors' rules: a query's postings for the engine's BM25 ranking, each word's
-newest readable matches on the database's own engine (`postings_query`; PostgreSQL's
-statement is in `campaigns.reads.search_postgres`), the hits with their neighbours
-(`hit_query`), and `/search` itself (`search_turns`), which ranks like a pack's
-retrieval.
+newest readable matches from the turns' term rows (`postings_query`; each database's
+statements are in `campaigns.reads.search_postgres` and `search_sqlite`), the hits with
+their neighbours (`hit_query`), and `/search` itself (`search_turns`), which ranks like a
+pack's retrieval.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
 
@@ -19,130 +18,11 @@ from django.db.models import BooleanField, OuterRef, Subquery
 from django.db.models.expressions import RawSQL
 
 from campaigns.models import Experiment, SearchBacklog, Turn
-from campaigns.reads import search_postgres, selectors
-from campaigns.reads.packs import (
-    TURN_COLUMNS,
-    TURN_TABLE_FROM,
-    slot_values,
-    slot_viewer,
-    statement_shape,
-)
+from campaigns.reads import search_postgres, search_sqlite, selectors
+from campaigns.reads.packs import TURN_COLUMNS, slot_values, slot_viewer, statement_shape
 from campaigns.reads.precompiled import Precompiled, Query, compile_once
 from campaigns.reads.selectors import Viewer
-
-# --- full-text retrieval -----------------------------------------------------------------
-
-# SQLite: FTS5 rows are keyed by the negated turn id (migration 0008), so ascending rowid
-# order is newest first and FTS5 walks its doclists lazily: with the join below and a
-# LIMIT, the walk stops at the Nth readable hit instead of reading every match of the
-# experiment. CROSS JOIN pins the join order (the FTS table drives).
-#
-# Each walk is bounded to the experiment's id span (`IdSpan`: FTS5 seeks to a rowid range).
-# Inside it, ``xexpN AND "word"`` makes FTS5 step through the experiment's own token,
-# which every one of its turns carries: at 50,000 turns that costs 4-5x walking the
-# word alone. So where the experiment's turns fill most of the span (`IdSpan.dense`: one
-# campaign at a time, or a few interleaved) the walk is the word's doclist alone, and
-# the join's experiment filter (the selector's, as ever) drops other campaigns' turns;
-# where the span is mostly other campaigns' turns, the walk keeps the experiment token.
-# Both give exactly the same rows: the newest ``limit`` readable matches.
-_SQLITE_JOIN = (
-    ' FROM "campaigns_turn_fts" CROSS JOIN "campaigns_turn"'
-    ' ON "campaigns_turn"."id" = -"campaigns_turn_fts"."rowid"'
-    ' WHERE "campaigns_turn_fts" MATCH %s'
-    ' AND "campaigns_turn_fts"."rowid" BETWEEN %s AND %s AND '
-)
-_ROWID_MIN, _ROWID_MAX = -(2**63), 2**63 - 1
-
-
-@dataclass(frozen=True)
-class IdSpan:
-    """An experiment's lowest and highest turn id and seq (`span_columns` reads them)."""
-
-    min_id: int
-    max_id: int
-    min_seq: int
-    max_seq: int
-
-    @property
-    def dense(self) -> bool:
-        """The experiment's turns are at least half of the ids in its span (seq numbers
-        estimate how many it has: the choice of walk only, never which rows match)."""
-        return 2 * (self.max_seq - self.min_seq + 1) >= self.max_id - self.min_id + 1
-
-    @classmethod
-    def from_row(cls, values) -> IdSpan | None:
-        return cls(*values) if None not in values else None
-
-
-def id_span(experiment_id: int) -> IdSpan | None:
-    """The experiment's `IdSpan` on its own (the pack loader reads it with the
-    experiment: `span_columns`); None when it has no turns."""
-    row = (
-        Experiment.objects.filter(pk=experiment_id)
-        .annotate(**span_columns(OuterRef("pk")))
-        .values_list("span_min_id", "span_max_id", "span_min_seq", "span_max_seq")
-        .first()
-    )
-    return IdSpan.from_row(row) if row is not None else None
-
-
-def span_columns(experiment_ref) -> dict:
-    """Annotations giving an experiment's `IdSpan` (``experiment_ref``: its id, an
-    ``OuterRef`` in a query of experiments): four index probes (``turn_exp_id`` and
-    ``turn_unique_seq``), whatever the history's length."""
-    turns = Turn.objects.filter(experiment_id=experiment_ref)
-    return {
-        f"span_{name}": Subquery(turns.order_by(order).values(field)[:1])
-        for name, field, order in (
-            ("min_id", "id", "id"),
-            ("max_id", "id", "-id"),
-            ("min_seq", "seq", "seq"),
-            ("max_seq", "seq", "-seq"),
-        )
-    }
-
-
-def _word_query(
-    *, experiment_id: int, viewer: Viewer, word: str, limit: int, span: IdSpan | None
-) -> Query:
-    """SQLite: the newest ``limit`` readable turns containing ``word`` (already safe:
-    `ranking.surface_words`) as `POSTING_COLUMNS`, newest first. ``span``: the
-    experiment's `IdSpan`, read with the caller's other reads; without it the walk is
-    unbounded and keeps the experiment token."""
-    key = ("search", statement_shape(viewer), limit)
-    compiled = _sqlite_search(key, viewer, limit)
-    quoted = f'"{word}"'
-    match = quoted if span is not None and span.dense else f"xexp{experiment_id} AND {quoted}"
-    values = {
-        "match": match,
-        "rowid_from": -span.max_id if span is not None else _ROWID_MIN,
-        "rowid_to": -span.min_id if span is not None else _ROWID_MAX,
-    }
-    return Query(compiled, slot_values(viewer, experiment=experiment_id, **values))
-
-
-def _sqlite_search(key, viewer, limit) -> Precompiled:
-    def build(slots):
-        matching = selectors.turns_visible_to(
-            experiment=slots.int("experiment"), viewer=slot_viewer(slots, viewer)
-        )
-        return matching.order_by().values_list(*POSTING_COLUMNS)
-
-    base = compile_once(("base", *key), build)
-    if base.sql.count(TURN_TABLE_FROM) != 1:  # pragma: no cover - guards the rewrite below
-        raise ValueError("Unexpected SQL shape for the FTS join.")
-    found = _joined.get(key)
-    if found is None:
-        sql = base.sql.replace(TURN_TABLE_FROM, _SQLITE_JOIN)
-        sql += f' ORDER BY "campaigns_turn_fts"."rowid" LIMIT {int(limit)}'
-        found = _joined[key] = Precompiled(
-            sql, (("match", None), ("rowid_from", None), ("rowid_to", None), *base.params)
-        )
-    return found
-
-
-_joined: dict[tuple, Precompiled] = {}
-
+from context_engine.ranking import stem
 
 # --- ranked retrieval (SPEC §5.8) ------------------------------------------------------
 
@@ -152,68 +32,34 @@ def postings_query(
     experiment_id: int,
     viewer: Viewer,
     words: list[str],
-    span: IdSpan | None = None,
     backlog: bool | None = None,
 ) -> Query | None:
     """Per word, the newest `ranking.DF_CAP` readable turns that contain it, in one
     statement: rows ``(word index, id, seq, tokens, round)``, by word, each word's newest
     first (`postings_by_word` makes them the postings `retrieval.ranked_hits` ranks by).
-    Visibility is applied before the cap. SQLite: one selector-built FTS5 search per word
-    (`_word_query`; ``span`` as there); PostgreSQL: every word's term rows in one
-    statement (`search_postgres.postings`), or, while the experiment has a
-    `SearchBacklog` row (``backlog``; read here when None), its full-text search
-    (`search_postgres.backlog_postings`): the same rows."""
+    Visibility is applied before the cap. From each database's term rows
+    (`search_postgres.postings`, `search_sqlite.postings`), or, while the experiment has
+    a `SearchBacklog` row (``backlog``; read here when None), from a search that also
+    finds the turns an import left for the indexing task (their ``backlog_postings``):
+    the same rows."""
     from context_engine.ranking import DF_CAP
 
     if not words:
         return None
+    if backlog is None:
+        backlog = SearchBacklog.objects.filter(experiment_id=experiment_id).exists()
     if connection.vendor == "postgresql":
-        if backlog is None:
-            backlog = SearchBacklog.objects.filter(experiment_id=experiment_id).exists()
-        if not backlog:
-            compiled = search_postgres.postings(viewer, POSTING_COLUMNS, DF_CAP)
-            return Query(
-                compiled, slot_values(viewer, experiment=experiment_id, queries=list(words))
-            )
-        compiled = search_postgres.backlog_postings(viewer, POSTING_COLUMNS, DF_CAP)
-        values = slot_values(
-            viewer,
-            experiment=experiment_id,
-            queries=list(words),
-            scan_limit=selectors.SEARCH_SCAN_LIMIT,
-        )
-        return Query(compiled, values)
-    parts = [
-        _word_query(experiment_id=experiment_id, viewer=viewer, word=word, limit=DF_CAP, span=span)
-        for word in words
-    ]
-    key = ("postings", connection.vendor, statement_shape(viewer), len(parts))
-    found = _joined.get(key)
-    if found is None:
-        one = parts[0].compiled
-        # Each word's search is its own materialised CTE: as UNION ALL branches of
-        # subqueries SQLite planned them several times slower than one by one.
-        sql = (
-            "WITH "
-            + ", ".join(f"w{i} AS MATERIALIZED ({one.sql})" for i in range(len(parts)))
-            + " "
-            + " UNION ALL ".join(f"SELECT {i} AS word, w{i}.* FROM w{i}" for i in range(len(parts)))
-            # By word, newest first: sorted by the database, not row by row in Python.
-            + " ORDER BY 1, 3 DESC"
-        )
-        params = [
-            (f"{i}.{name}" if name is not None else None, literal)
-            for i in range(len(parts))
-            for name, literal in one.params
-        ]
-        # Prepared on PostgreSQL: planning this statement (two branches per word) cost
-        # more than running it. Its generic plan is the one any values would get: the
-        # matches come from `babel_turn_matches`, planned per call inside it.
-        found = _joined[key] = Precompiled(sql, params, prepare=True)
+        statement = search_postgres.backlog_postings if backlog else search_postgres.postings
+        compiled = statement(viewer, POSTING_COLUMNS, DF_CAP)
+        return Query(compiled, slot_values(viewer, experiment=experiment_id, queries=list(words)))
+    statement = search_sqlite.backlog_postings if backlog else search_sqlite.postings
+    compiled = statement(viewer, POSTING_COLUMNS, DF_CAP, len(words))
     values = {
-        f"{i}.{name}": value for i, part in enumerate(parts) for name, value in part.values.items()
+        f"{i}.{name}": value
+        for i, word in enumerate(words)
+        for name, value in slot_values(viewer, experiment=experiment_id, term=stem(word)).items()
     }
-    return Query(found, values)
+    return Query(compiled, values)
 
 
 POSTING_COLUMNS = ("id", "seq", "tokens", "round")
@@ -313,6 +159,9 @@ def hit_query(*, experiment_id: int, viewer: Viewer, hit_ids: list[int], neighbo
     return Query(compiled, slot_values(viewer, experiment=experiment_id, **values))
 
 
+_joined: dict[tuple, Precompiled] = {}
+
+
 def _padded_size(count: int) -> int:
     """Id lists are padded (with 0, no turn's id) to a power of two: few statement shapes."""
     return max(8, 1 << (max(count, 1) - 1).bit_length())
@@ -329,9 +178,9 @@ def search_turns(
     """Turns this viewer may read that match ``text``, best first (``/search``).
 
     The same ranking as a pack's retrieval (SPEC §5.8): BM25 over the viewer's readable
-    turns (`context_engine.ranking`), from the postings of the database's own full-text
-    engine (`postings_query`: PostgreSQL tsvector + GIN, SQLite FTS5), audience-filtered
-    before anything is counted. Ties go to the newer turn.
+    turns (`context_engine.ranking`), from the postings of the turns' term rows
+    (`postings_query`), audience-filtered before anything is counted. Ties go to the
+    newer turn.
     """
     from context_engine.ranking import make_query
     from context_engine.retrieval import ranked_hits

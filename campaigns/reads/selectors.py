@@ -360,9 +360,6 @@ def turns_as_role(*, queryset: QuerySet[Turn], role: str) -> QuerySet[Turn]:
     return queryset.filter(condition)
 
 
-SEARCH_SCAN_LIMIT = 500  # PostgreSQL: look at the newest 500 matches of the experiment
-
-
 # --- the numbers a viewer sees ------------------------------------------------------------
 #
 # A turn's ``seq`` and every primary key are global counters: between two turns a player

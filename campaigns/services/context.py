@@ -2,7 +2,7 @@
 
 The engine says what it needs (`history_needs`); this module loads exactly that with a
 fixed number of queries whatever the history length — the recent rounds, hinge anchors
-within their TTL, the role's own last monologues, full-text retrieval candidates, the
+within their TTL, the role's own last monologues, ranked retrieval candidates, the
 newest digest and strategic summary the role may read, lore, state, the last cut — and
 hands frozen dataclasses to `build_pack`. Token counts come from the cached column.
 
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from django.db import connection
 from django.db.models import Exists, OuterRef
 
 from campaigns.models import ContextEvent, Experiment, Participant, SearchBacklog
@@ -109,11 +108,7 @@ def pack_input_for_role(
     hook, rules, config_raw, current_round, flags, state_fields, state_round, state_id = found[0][
         :8
     ]
-    # SQLite: the experiment's turn id span; PostgreSQL: whether an import's turns wait
-    # for the search index (`search.postings_query`).
-    extra = found[0][8:]
-    span = search.IdSpan.from_row(extra) if connection.vendor == "sqlite" else None
-    backlog = bool(extra[0]) if connection.vendor == "postgresql" else None
+    backlog = bool(found[0][8])  # an import's turns wait for their term rows
     participants = [ParticipantView(*row) for row in participant_rows]
     participant = next((p for p in participants if p.role == role), None)
     if participant is None:
@@ -164,7 +159,6 @@ def pack_input_for_role(
         needs,
         query_for(input_text, loaded, participants),
         dm_roles,
-        span=span,
         backlog=backlog,
     )
 
@@ -202,19 +196,14 @@ def pack_input_for_role(
 
 
 def _experiment_query(experiment_id: int) -> Query:
-    """Hook, rules, config, the campaign clock and the world state, in one query; on
-    SQLite also the experiment's turn id span (`search.IdSpan`), which bounds its
-    full-text walks; on PostgreSQL whether it has a `SearchBacklog` row, which picks
-    the postings' statement (`search.postings_query`)."""
-    vendor = connection.vendor
+    """Hook, rules, config, the campaign clock and the world state, and whether the
+    experiment has a `SearchBacklog` row (which picks the postings' statement,
+    `search.postings_query`), in one query."""
 
     def build(slots):
         experiments = Experiment.objects.filter(pk=slots.int("experiment")).order_by()
-        if vendor == "sqlite":
-            extra = search.span_columns(OuterRef("pk"))
-        else:
-            extra = {"backlog": Exists(SearchBacklog.objects.filter(experiment=OuterRef("pk")))}
-        return experiments.annotate(**extra).values_list(
+        backlog = Exists(SearchBacklog.objects.filter(experiment=OuterRef("pk")))
+        return experiments.annotate(backlog=backlog).values_list(
             "hook",
             "rules",
             "config",
@@ -223,10 +212,10 @@ def _experiment_query(experiment_id: int) -> Query:
             "world_state__fields",
             "world_state__last_updated_round",
             "world_state__id",
-            *extra,
+            "backlog",
         )
 
-    return Query(compile_once(("pack-experiment", vendor), build), {"experiment": experiment_id})
+    return Query(compile_once(("pack-experiment",), build), {"experiment": experiment_id})
 
 
 def _participants_query(experiment_id: int) -> Query:
@@ -274,18 +263,16 @@ def _turn_queries(experiment_id: int, viewer: Viewer, role: str, needs) -> list[
     return [window, monologues]
 
 
-def _ranked_retrieval(
-    experiment_id: int, viewer: Viewer, needs, query, dm_roles, *, span=None, backlog=None
-):
+def _ranked_retrieval(experiment_id: int, viewer: Viewer, needs, query, dm_roles, *, backlog=None):
     """The retrieval hits, best first, and their neighbours (SPEC §5.8): the postings of
-    the query's words from the full-text index (one statement), ranked by the engine
+    the query's words from the turns' term rows (one statement), ranked by the engine
     (`retrieval.ranked_hits`, as the Arena's replay ranks), then the hits' rows with
     their neighbours' rows (one statement each)."""
     if not needs.retrieval_candidates or not query:
         return (), ()
     words = query.words
     query_rows = search.postings_query(
-        experiment_id=experiment_id, viewer=viewer, words=words, span=span, backlog=backlog
+        experiment_id=experiment_id, viewer=viewer, words=words, backlog=backlog
     )
     # Every readable turn ranks, the role's own monologues too (the selectors give a
     # player its own and no other's): an agent's older plans are found when asked for.

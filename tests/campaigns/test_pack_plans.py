@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from campaigns import bench
-from campaigns.models import Experiment, SearchBacklog
+from campaigns.models import Experiment
 from campaigns.reads import precompiled, search, selectors
+from campaigns.services import transcripts
 from campaigns.services.context import pack_for_role
 from context_engine.types import STRATEGIES
 from tests.plans import pg_generic_plan, pg_nested_plans
@@ -125,32 +125,13 @@ def test_without_prepared_statements_the_same_pack_is_read_unprepared(campaign, 
     assert plain == prepared
 
 
-def _turns_checked_word_by_word(plan: str) -> int:
-    """Rows a plan read and then dropped by computing ``to_tsvector`` on them (a walk of
-    the experiment's turns instead of a look-up in the full-text index)."""
-    checked, in_word_filter = 0, False
-    for line in plan.splitlines():
-        if "->" in line:
-            in_word_filter = False
-        if line.strip().startswith("Filter:") and "to_tsvector" in line:
-            in_word_filter = True
-        elif in_word_filter and "Rows Removed by Filter:" in line:
-            checked += int(line.rsplit(":", 1)[1])
-    return checked
-
-
 @pytest.mark.parametrize("turns", [1000, TURNS])
 @pytest.mark.parametrize("role", ["DM", "Thorin"])
 def test_a_packs_search_looks_its_words_up_in_the_index(monkeypatch, turns, role):
     """Prepared blind to the values, the search once walked a small campaign's turns and
     computed ``to_tsvector`` on each (40-50 ms a pack at 1,000 turns). A pack's postings
-    now read each word's term rows from their index (migration 0037), prepared once; while
-    an import's turns wait for the index (a `SearchBacklog` row) they come from
-    `babel_turn_postings`, planned per call with the values, and the prepared statement
-    applies visibility to the rows the function returns (`test_a_campaign_among_bigger_
-    ones_reads_only_its_own_matches`). The generic plans never join the matches to a scan
-    of every turn (with a small table it once had, a plan it would keep as the table
-    grew)."""
+    read each word's term rows from their index (migration 0037). No generic plan reads
+    every turn (with a small table it once had, a plan it would keep as the table grew)."""
     if not database_is_postgres():
         unavailable("prepared statements and generic plans are PostgreSQL's")
     experiment = bench.create_campaign(turns)
@@ -158,73 +139,50 @@ def test_a_packs_search_looks_its_words_up_in_the_index(monkeypatch, turns, role
         cursor.execute("ANALYZE campaigns_turn")  # as autovacuum would have by now
         cursor.execute("ANALYZE campaigns_turn_terms")
     statements = _recorded_statements(monkeypatch)
-    with CaptureQueriesContext(connection) as everything:
-        pack_for_role(experiment=experiment, role=role, input_text=INPUT, use_cache=False)
-    with pg_nested_plans() as plans:
-        pack_for_role(experiment=experiment, role=role, input_text=INPUT, use_cache=False)
+    pack_for_role(experiment=experiment, role=role, input_text=INPUT, use_cache=False)
 
-    searches = [plan for plan in plans if "to_tsvector" in plan]
-    assert searches, plans
-    for plan in searches:
-        assert _turns_checked_word_by_word(plan) < 100, plan
-    # The postings read the term rows' index; the full-text search is for a backlog only.
-    assert any("turn_terms_newest" in plan for plan in plans), plans
-    assert not any("babel_turn_postings" in q["sql"] for q in everything.captured_queries)
-    for sql, params in statements:
-        plan = _generic_plan(sql, params)
-        assert "Seq Scan on campaigns_turn" not in plan, plan
+    plans = {sql: _generic_plan(sql, params) for sql, params in statements}
+    for plan in plans.values():
+        assert "Seq Scan on campaigns_turn" not in plan, plan  # the turns or their terms
+    postings = [plan for sql, plan in plans.items() if sql.startswith('SELECT "w"."i"')]
+    assert len(postings) == 1
+    assert "turn_terms_newest" in postings[0], postings[0]
+    assert "search_indexed" not in postings[0]
 
 
-def _heap_rows_of_the_word_scans(plans: list[str]) -> list[tuple[bool, int]]:
-    """For each word's index scan in the postings' plans: whether the index itself kept
-    to the experiment, and how many rows it gave the heap."""
-    scans = []
-    for plan in plans:
-        lines = plan.splitlines()
-        for at, line in enumerate(lines):
-            if "Bitmap Index Scan on turn_exp_content_fts" in line:
-                rows = int(line.split("rows=")[-1].split()[0])
-                scans.append(("experiment_id" in lines[at + 1], rows))
-    return scans
-
-
-def test_a_campaign_among_bigger_ones_reads_only_its_own_matches():
-    """The full-text index is keyed by experiment and word (migration 0035): where a
-    search uses it (words whose turns are not all in ``campaigns_turn_terms`` yet, during
-    an import's indexing), a small campaign's search gives the heap its own matches, not
-    every campaign's. A campaign with at least half of the turns searches by word alone
-    (the experiment's entry in the index would list most of the table). The same postings
-    either way."""
+@pytest.mark.parametrize("role", ["DM", "Thorin"])
+def test_while_an_import_waits_a_search_walks_the_campaigns_turns_not_the_table(role):
+    """An import's turns wait for their term rows (a `SearchBacklog` row): a search also
+    reads those turns, planned with its values (not prepared), newest first through the
+    experiment's index, with statistics from before the import (no turn waiting): it
+    never scans every campaign's turns."""
     if not database_is_postgres():
-        unavailable("the full-text index and its plans are PostgreSQL's")
-    big = bench.create_campaign(3000)
-    small = bench.create_campaign(200)
+        unavailable("the plans are PostgreSQL's")
+    bench.create_campaign(TURNS, seed=3)  # another campaign's turns
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE campaigns_turn")
-    owned = {
-        experiment.pk: set(experiment.turns.values_list("id", flat=True))
-        for experiment in (big, small)
-    }
+    imported = transcripts.import_transcript(data=_transcript(bench.create_campaign(400)))
+    viewer = selectors.viewer_for_role(experiment=imported, role=role)
+    query = search.postings_query(
+        experiment_id=imported.pk, viewer=viewer, words=["leave", "ashfern", "the"]
+    )
+    assert not query.compiled.prepare
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + query.compiled.sql, query.compiled.bind(query.values))
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "Seq Scan on campaigns_turn" not in plan, plan
+    assert "turn_terms_newest" in plan, plan
+    expected = query.rows()
+    transcripts.index_imported_turns(experiment_id=imported.pk)
+    indexed = search.postings_query(
+        experiment_id=imported.pk, viewer=viewer, words=["leave", "ashfern", "the"]
+    )
+    assert indexed.compiled.prepare
+    assert expected and indexed.rows() == expected
 
-    for experiment, keyed in ((small, True), (big, False)):
-        SearchBacklog.objects.create(experiment=experiment)  # as during an import's indexing
-        viewer = selectors.viewer_for_role(experiment=experiment, role="DM")
-        query = search.postings_query(
-            experiment_id=experiment.pk, viewer=viewer, words=["ashfern", "leave"]
-        )
-        with pg_nested_plans() as plans:
-            rows = query.rows()
-        assert rows and {row[1] for row in rows} <= owned[experiment.pk]
-        scans = _heap_rows_of_the_word_scans(plans)
-        assert len(scans) == 2, plans
-        assert all(by_experiment is keyed for by_experiment, _ in scans), plans
-        if keyed:  # only the small campaign's own matches (any audience) reach the heap
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT count(*) FROM babel_turn_postings(%s, %s::text[], %s)",
-                    [experiment.pk, ["ashfern", "leave"], 10**6],
-                )
-                assert sum(found for _, found in scans) == cursor.fetchone()[0]
+
+def _transcript(experiment) -> dict:
+    return transcripts.export_transcript(experiment=experiment)
 
 
 def test_a_words_postings_stop_at_its_newest_readable_matches():

@@ -1,4 +1,4 @@
-"""PostgreSQL: a turn's term rows (`campaigns_turn_terms`, migration 0037) are kept exact by
+"""A turn's term rows (`campaigns_turn_terms`, migrations 0037 and 0038) are kept exact by
 triggers, whatever writes the turns.
 
 Ranked retrieval reads its postings from these rows (`search_postgres.postings`) and
@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 from campaigns.models import Turn
 from campaigns.services.transcripts.indexing import index_imported_turns
 from tests.factories import make_experiment, make_turn
-from tests.services import database_is_postgres, unavailable
 
 pytestmark = pytest.mark.django_db
 
-TERMS = importlib.import_module("campaigns.migrations.0037_turn_terms")
+PG_TERMS = importlib.import_module("campaigns.migrations.0037_turn_terms")
+SQLITE_TERMS = importlib.import_module("campaigns.migrations.0038_search_from_term_rows")
 WORDS = ("lantern", "lanterns", "salt", "oath", "the", "running", "ember", "gate", "and")
 ROLES = ("DM", "Thorin", "Cassia")
 KINDS = ("narrative", "action", "whisper", "gm_note", "monologue")
@@ -58,8 +58,17 @@ def term_rows() -> list[tuple]:
 
 
 def rebuilt_rows() -> list[tuple]:
+    """The rows a rebuild from the turns gives, as each database makes them (SQLite: of
+    the turns of experiments without a backlog, which have none until indexed)."""
     with connection.cursor() as cursor:
-        cursor.execute(TERMS.TERMS_OF.format(rows="campaigns_turn"))
+        if connection.vendor == "postgresql":
+            cursor.execute(PG_TERMS.TERMS_OF.format(rows="campaigns_turn"))
+        else:
+            cursor.execute(
+                SQLITE_TERMS.ROWS_OF.format(row="t").replace(
+                    "FROM json_each", "FROM campaigns_turn AS t, json_each"
+                )
+            )
         return sorted(cursor.fetchall(), key=repr)
 
 
@@ -97,8 +106,21 @@ def _apply(experiment, operation) -> None:
 
 
 def _wait_for_index(turn: Turn) -> None:
-    with connection.cursor() as cursor:  # not a model field: PostgreSQL's column alone
-        cursor.execute("UPDATE campaigns_turn SET search_indexed = false WHERE id = %s", [turn.pk])
+    """As an import leaves a turn (PostgreSQL: outside the index, a column that is not a
+    model field; SQLite: without term rows), with its experiment's backlog row."""
+    from campaigns.models import SearchBacklog
+
+    SearchBacklog.objects.get_or_create(experiment_id=turn.experiment_id)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "UPDATE campaigns_turn SET search_indexed = false WHERE id = %s", [turn.pk]
+            )
+        else:
+            cursor.execute(
+                "DELETE FROM campaigns_turn_terms WHERE experiment_id = %s AND seq = %s",
+                [turn.experiment_id, turn.seq],
+            )
 
 
 def _stored(audience):
@@ -112,12 +134,11 @@ def _stored(audience):
 )
 @given(first=operations, second=operations)
 def test_term_rows_are_what_a_rebuild_from_the_turns_gives(first, second):
-    if not database_is_postgres():
-        unavailable("the term rows are PostgreSQL's")
     experiments = (make_experiment(roles=ROLES), make_experiment(roles=ROLES))
     for experiment, ops in zip(experiments, (first, second), strict=True):
         for operation in ops:
             _apply(experiment, operation)
+        index_imported_turns(experiment_id=experiment.pk)  # what an import left, if any
     assert term_rows() == rebuilt_rows()
 
 
@@ -139,8 +160,6 @@ def test_term_rows_are_what_a_rebuild_from_the_turns_gives(first, second):
 def test_a_change_to_any_column_the_rows_copy_rewrites_them(change):
     """Every column a posting carries or the turn rule reads is copied: a change to any
     one of them alone must reach the rows (else a stale audience would be a leak)."""
-    if not database_is_postgres():
-        unavailable("the term rows are PostgreSQL's")
     experiment = make_experiment(roles=ROLES)
     turn = make_turn(experiment, content="The salt oath holds.")
     values = {k: timezone.now() if v == "now" else v for k, v in change.items()}
@@ -151,8 +170,6 @@ def test_a_change_to_any_column_the_rows_copy_rewrites_them(change):
 
 
 def test_a_deleted_campaign_leaves_no_term_rows():
-    if not database_is_postgres():
-        unavailable("the term rows are PostgreSQL's")
     kept, gone = make_experiment(roles=ROLES), make_experiment(roles=ROLES)
     for experiment in (kept, gone):
         make_turn(experiment, content="The ember gate opens.")
@@ -162,12 +179,11 @@ def test_a_deleted_campaign_leaves_no_term_rows():
 
 
 def test_an_imports_turns_get_their_term_rows_when_they_are_indexed():
-    if not database_is_postgres():
-        unavailable("the term rows are PostgreSQL's")
     experiment = make_experiment(roles=ROLES)
     for _ in range(3):
         _wait_for_index(make_turn(experiment, content="salt oath"))
     assert term_rows() == []
     assert index_imported_turns(experiment_id=experiment.pk) == 3
+    assert index_imported_turns(experiment_id=experiment.pk) == 0
     assert sorted(row[1] for row in term_rows()) == ["oath"] * 3 + ["salt"] * 3
     assert term_rows() == rebuilt_rows()

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from context_engine import tokens
 
-ALPHABET = list("abcXYZ  \n\n\t\r.,!?'’\"-()…0123456789éßΩ中😀\u00a0") + [
+ALPHABET = [
+    *"abcXYZ  \n\n\t\r.,!?'’\"-()…0123456789éßΩ中😀\u00a0",
     "'s",
     "'ll",
     " the",

@@ -168,10 +168,11 @@ def _import_turns(
 
     - PostgreSQL: each chunk as COPY text; the server stores chunk k while Python
       formats chunk k+1.
-    - SQLite: its own work runs without the GIL, so it overlaps the Python work. The
-      full-text rows need neither validation nor counts (the ids are assigned here):
-      they are written while the turns validate; then each chunk of turns is inserted as
-      soon as its counts are in.
+    - SQLite: each chunk of turns is inserted as soon as its counts are in, with ids
+      assigned here.
+
+    Either way the turns' search rows are left to the indexing task after commit
+    (`index_imported_turns`).
 
     ``validated()`` runs once every turn has validated and before the first turn row is
     written: the lore's entries are written there, while the helpers count. ``cleaner``

@@ -1,10 +1,9 @@
-"""Bulk writes of an import's turns: COPY on PostgreSQL; multi-row INSERTs and the
-full-text rows on SQLite."""
+"""Bulk writes of an import's turns: COPY on PostgreSQL; multi-row INSERTs on SQLite. Either
+way their search rows are left to the indexing task after commit."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from django.conf import settings
@@ -125,17 +124,21 @@ def _copy_rows(chunk: list[tuple]):
 def sqlite_insert(
     pk: int, texts: list[str], counts: Iterator[list[int]], clean, validated
 ) -> Sequence[int]:
-    """Full-text rows (while ``clean()`` validates the turns), ``validated()`` once both
-    are done, then multi-row INSERTs of the turns with ids assigned here, each chunk as
-    soon as its counts are in.
+    """``clean()`` (the turns' validation), ``validated()`` once it is done, then
+    multi-row INSERTs of the turns with ids assigned here, each chunk as soon as its
+    counts are in.
 
     The ids continue the table's AUTOINCREMENT sequence: this transaction already holds
     SQLite's single write lock (it created the experiment), so no other connection can
     take one meanwhile. Multi-row INSERTs (as many rows each as SQLite's variable limit
     allows) take half the time of an executemany, which pays a statement per row. On the
     driver's connection, in the same transaction: Django's wrapper would rewrite, and
-    with DEBUG log, every one of those thousands of parameters. The writer thread is the
-    connection's only user until it is done (the main thread validates meanwhile).
+    with DEBUG log, every one of those thousands of parameters.
+
+    The turns' term rows (migration 0038) are left to `index_imported_turns` after
+    commit, as on PostgreSQL: the insert trigger is dropped while the turns go in (a
+    failure rolls it back with them) and the experiment's `SearchBacklog` row has
+    searches scan its turns meanwhile.
     """
     import sqlite3
 
@@ -143,11 +146,9 @@ def sqlite_insert(
     with _sqlite_cache(raw, sum(map(len, texts))):
         first = _next_turn_id(raw)
         ids = range(first, first + len(texts))
-        with ThreadPoolExecutor(max_workers=1) as writer:  # exits only once it is done
-            fts = writer.submit(_sqlite_fts_insert, raw, pk, ids, texts)
-            rows = clean()
-            trigger = fts.result()
-        validated()  # the connection is this thread's again
+        rows = clean()
+        validated()
+        trigger = _sqlite_drop_terms_trigger(raw)
         limit = raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
         per_statement = max(1, min(CHUNK, limit // (_TURN_COLUMN_COUNT + 1)))
         statements: dict[int, str] = {}
@@ -174,6 +175,8 @@ def sqlite_insert(
                 raw.execute(sql, values)
         if trigger is not None:
             raw.execute(trigger)
+    SearchBacklog.objects.create(experiment_id=pk)
+    send_on_commit("index_turn_search", pk)
     return ids
 
 
@@ -199,41 +202,21 @@ def _next_turn_id(raw) -> int:
     return found[0] + 1
 
 
-_FTS_TRIGGER = "campaigns_turn_fts_ai"
+_TERMS_TRIGGER = "turn_terms_insert"
 
 
-def _sqlite_fts_insert(raw, pk: int, ids: range, texts: list[str]) -> str | None:
-    """The turns' full-text rows, as the insert trigger would write them, in one pass;
-    returns the trigger's SQL for the caller to recreate once the turns are in.
-
-    The per-row trigger inserts in descending FTS rowid order (rowid = -id, migration
-    0010), which makes FTS5 flush on every row. Here it is dropped, the rows go in
-    ascending rowid order; a failure rolls all of it back together. No full-text table
-    (not migrated this far): nothing to keep in sync, None.
-    """
-    import sqlite3
-
+def _sqlite_drop_terms_trigger(raw) -> str | None:
+    """Drop the turns' term-row insert trigger; its SQL, for the caller to recreate once
+    the turns are in (None: not migrated this far, nothing to keep in sync)."""
     found = raw.execute(
-        "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", [_FTS_TRIGGER]
+        "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", [_TERMS_TRIGGER]
     ).fetchone()
     if found is None:
         return None
-    raw.execute(f"DROP TRIGGER {_FTS_TRIGGER}")
-    prefix = f"xexp{pk} "
-    # Few, large statements: this runs beside validation, and each statement start and
-    # end waits for the GIL.
-    per_statement = max(1, min(8000, raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // 2))
-    for end in range(len(texts), 0, -per_statement):
-        values = [
-            value
-            for i in range(end - 1, max(0, end - per_statement) - 1, -1)
-            for value in (-ids[i], prefix + texts[i])
-        ]
-        raw.execute(_FTS_INSERT + ", ".join(["(?, ?)"] * (len(values) // 2)), values)
+    raw.execute(f"DROP TRIGGER {_TERMS_TRIGGER}")
     return found[0]
 
 
-_FTS_INSERT = "INSERT INTO campaigns_turn_fts(rowid, body) VALUES "
 _TURN_COLUMNS = (
     "experiment_id, seq, tokens, created_at, round, speaker, kind, content, visibility, "
     "tags, hinge, needs_review, key"

@@ -120,17 +120,21 @@ def test_invalid_json_is_a_validation_error_not_a_crash():
     assert "transcript" in caught.value.message_dict
 
 
-def _fts_state():
-    """SQLite: the full-text index's blocks and the insert trigger (None elsewhere)."""
+def _search_state():
+    """The term rows, the backlog rows and (SQLite) the term rows' insert trigger, which
+    an import drops while it writes."""
     from django.db import connection
 
-    if connection.vendor != "sqlite":
-        return None
+    from campaigns.models import SearchBacklog
+
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*), sum(length(block)) FROM campaigns_turn_fts_data")
-        rows = cursor.fetchone()
-        cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'campaigns_turn_fts_ai'")
-        return rows, cursor.fetchone()
+        cursor.execute("SELECT count(*) FROM campaigns_turn_terms")
+        rows = cursor.fetchone()[0]
+        trigger = None
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'turn_terms_insert'")
+            trigger = cursor.fetchone()
+    return rows, SearchBacklog.objects.count(), trigger
 
 
 @pytest.mark.parametrize("bad_at", [0, 2345, 4999])
@@ -140,12 +144,12 @@ def test_a_bad_turn_anywhere_in_a_large_import_stores_nothing(bad_at):
     good = source["turns"][0]
     turns = [{**good, "content": f"Turn {i} of many."} for i in range(5000)]
     turns[bad_at] = {**good, "speaker": "Gandalf"}
-    before, fts_before = _counts(), _fts_state()
+    before, search_before = _counts(), _search_state()
     with pytest.raises(ValidationError) as caught:
         transcripts.import_transcript(data={**source, "turns": turns, "lore": []})
     assert list(caught.value.message_dict) == [f"turns[{bad_at}].speaker"]
     assert _counts() == before
-    assert _fts_state() == fts_before
+    assert _search_state() == search_before
 
 
 @pytest.mark.parametrize("helpers", [0, 1], ids=["counted-here", "helper-process"])
