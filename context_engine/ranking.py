@@ -4,8 +4,9 @@ Two shapes of one formula (Okapi BM25, ``K1`` and ``B`` below):
 
 - `rank_postings` ranks a role's readable turns from *postings*: for each query word,
   the readable turns that contain it (newest first, at most `DF_CAP`) with their token
-  counts. The database's full-text index gives them (PostgreSQL and SQLite alike, see
-  `campaigns` selectors), and the Arena's replay gives them from memory (`postings_of`).
+  counts. The database's term rows give them (PostgreSQL and SQLite alike, see
+  `campaigns.reads.search`), and the Arena's replay gives them from memory
+  (`postings_of`).
   Term frequency is presence (a turn contains the word or not): the indexes answer "which
   turns", and turns are short. The collection size is the fixed `REFERENCE_DOCS`, so
   the ranking needs no count of the role's turns and nothing about turns the role
