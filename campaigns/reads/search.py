@@ -22,7 +22,7 @@ from campaigns.reads import search_postgres, search_sqlite, selectors
 from campaigns.reads.packs import TURN_COLUMNS, slot_values, slot_viewer, statement_shape
 from campaigns.reads.precompiled import Precompiled, Query, compile_once
 from campaigns.reads.selectors import Viewer
-from context_engine.ranking import stem
+from context_engine.ranking import DF_CAP, stem
 
 # --- ranked retrieval (SPEC §5.8) ------------------------------------------------------
 
@@ -42,8 +42,6 @@ def postings_query(
     a `SearchBacklog` row (``backlog``; read here when None), from a search that also
     finds the turns an import left for the indexing task (their ``backlog_postings``):
     the same rows."""
-    from context_engine.ranking import DF_CAP
-
     if not words:
         return None
     if backlog is None:
