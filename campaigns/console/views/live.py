@@ -136,8 +136,7 @@ async def _async_stream(reader: _Reader, broker: live.Broker):
     try:
         yield b"retry: 2000\n\n" + _frame("hello", {}, reader.event_id)
         started = last = time.monotonic()
-        events: list[live.Event] = []
-        while _going_on(started, events):
+        while True:  # at least one read: what is waiting is sent however late it starts
             wait = _wait(started)
             events = await broker.aread(reader.campaign, dict(reader.positions), wait)
             for frame in reader.frames(events):
@@ -145,6 +144,8 @@ async def _async_stream(reader: _Reader, broker: live.Broker):
             if not events or time.monotonic() - last >= HEARTBEAT_SECONDS:
                 yield b": keep-alive\n\n"
             last = time.monotonic()
+            if not _going_on(started, events):
+                break
     finally:
         OPEN["async"] -= 1
 
@@ -154,13 +155,14 @@ def _sync_stream(reader: _Reader, broker: live.Broker):
     try:
         yield b"retry: 2000\n\n" + _frame("hello", {}, reader.event_id)
         started = last = time.monotonic()
-        events: list[live.Event] = []
-        while _going_on(started, events):
+        while True:  # at least one read, as `_async_stream`
             events = broker.read(reader.campaign, dict(reader.positions), _wait(started))
             yield from reader.frames(events)
             if not events or time.monotonic() - last >= HEARTBEAT_SECONDS:
                 yield b": keep-alive\n\n"
             last = time.monotonic()
+            if not _going_on(started, events):
+                break
     finally:
         OPEN["sync"] -= 1
 

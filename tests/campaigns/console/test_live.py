@@ -162,6 +162,21 @@ def test_a_reconnect_resumes_after_the_last_event_it_saw(
     assert [(f.event, f.data) for f in whole[cut + 1 :]] == [(f.event, f.data) for f in again[1:]]
 
 
+def test_a_connection_sends_what_waits_for_it_however_late_its_reading_starts(
+    table, owner, client, settings, django_capture_on_commit_callbacks
+):
+    """A busy server may reach a connection's first read after its whole time has passed
+    (here: a time of none at all): it still reads once, so the turns written since it
+    opened reach the page. Under load a page once got none of them."""
+    settings.BABEL_LIVE_MAX_SECONDS = 0
+    page = watch(client, owner, table)
+    with django_capture_on_commit_callbacks(execute=True):
+        turn = make_turn(table, content="The tide drops.")
+    frames = parse_frames(read_live(page))
+    turns = [f.data["turns"] for f in frames if f.event == "turn"]
+    assert turns == [[turn.pk]]
+
+
 def test_who_may_open_the_stream(table, owner, player, stranger, client):
     assert client.get(f"/campaigns/{table.pk}/live/").status_code == 401
     client.force_login(stranger)
