@@ -95,6 +95,17 @@ def test_bench_context_times_packs_after_a_new_turn_and_keeps_nothing():
     assert Experiment.objects.count() == 0 and Turn.objects.count() == 0
 
 
+@pytest.mark.django_db(transaction=True)
+def test_bench_context_can_time_committed_campaigns_and_deletes_them():
+    out = StringIO()
+    call_command(
+        "bench_context", sizes=[16], repeats=1, committed=True, stdout=out, stderr=StringIO()
+    )
+    assert "campaigns committed" in out.getvalue()
+    assert "     16 all" in out.getvalue()
+    assert Experiment.objects.count() == 0 and Turn.objects.count() == 0
+
+
 def test_bench_context_refuses_a_negative_number_of_other_campaigns():
     with pytest.raises(CommandError, match="--other-campaigns"):
         call_command("bench_context", sizes=[16], other_campaigns=-1, stdout=StringIO())

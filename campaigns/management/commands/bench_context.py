@@ -2,7 +2,8 @@
 
 For each size it creates a synthetic campaign (seeded, `campaigns.bench`; with
 ``--other-campaigns N`` first N others of the same size, as a hosted database holds) inside a
-transaction that is rolled back at the end, builds packs for every role, and prints the
+transaction that is rolled back at the end (``--committed``: committed, vacuumed on
+PostgreSQL, and deleted afterwards), builds packs for every role, and prints the
 median and p95 build time of the same pack rebuilt (pack cache bypassed), the median of
 a pack built right after a new turn (the usual case in play: its sections' text is new),
 queries per pack, the median time of a pack cache hit, and pack tokens against what the
@@ -22,6 +23,7 @@ from django.db.models import Sum
 from django.test.utils import CaptureQueriesContext, override_settings
 
 from campaigns import bench
+from campaigns.models import Experiment
 from campaigns.reads import selectors
 from campaigns.services.context import pack_for_role
 
@@ -43,7 +45,15 @@ class Command(BaseCommand):
             type=int,
             default=0,
             help="Other campaigns of the same size in the database while packs are built "
-            "(a hosted database holds many; their turns share the full-text index).",
+            "(a hosted database holds many; their turns share the search's tables).",
+        )
+        parser.add_argument(
+            "--committed",
+            action="store_true",
+            help="Commit the campaigns (and, on PostgreSQL, vacuum) before timing, as a live "
+            "database's are, and delete them afterwards, untimed. By default they are built "
+            "inside a transaction that is rolled back, where PostgreSQL reads its own "
+            "uncommitted rows more slowly.",
         )
 
     def handle(self, *args, **options):
@@ -52,16 +62,19 @@ class Command(BaseCommand):
         with override_settings(DEBUG=False):
             self._run(**options)
 
-    def _run(self, *, sizes, repeats, other_campaigns, **options):
+    def _run(self, *, sizes, repeats, other_campaigns, committed, **options):
         if any(size < 8 for size in sizes) or repeats < 1:
             raise CommandError("--sizes must be ≥ 8 turns and --repeats ≥ 1.")
         if other_campaigns < 0:
             raise CommandError("--other-campaigns must be ≥ 0.")
         self.others = other_campaigns
+        # Inside a caller's transaction (a test) nothing can commit: roll back as usual.
+        self.committed = committed and not connection.in_atomic_block
         self.stdout.write(
             f"database: {connection.vendor}; roles: {', '.join(bench.ROLES)}; "
             f"{repeats} packs per role and size; input: {INPUT!r}"
             + (f"; {other_campaigns} other campaigns of each size" if other_campaigns else "")
+            + ("; campaigns committed" if self.committed else "")
         )
         header = (
             f"{'turns':>7} {'role':<7} {'median ms':>9} {'p95 ms':>7} {'new-turn ms':>11} "
@@ -91,29 +104,47 @@ class Command(BaseCommand):
         after a new turn."""
         rebuilt: list[float] = []
         after_turn: list[float] = []
-        try:
-            with transaction.atomic():
-                started = time.perf_counter()
-                for seed in range(self.others):  # written first: the measured one is newest
-                    bench.create_campaign(size, seed=100 + seed)
-                experiment = bench.create_campaign(size)
+        if self.committed:
+            built = self._build(size)
+            try:
                 if connection.vendor == "postgresql":
                     with connection.cursor() as cursor:
-                        cursor.execute("ANALYZE campaigns_turn")
-                built = size * (1 + self.others)
-                self.stderr.write(f"  built {built} turns in {time.perf_counter() - started:.1f} s")
+                        cursor.execute("VACUUM ANALYZE campaigns_turn")
+                        cursor.execute("VACUUM ANALYZE campaigns_turn_terms")
                 for role in bench.ROLES:
-                    samples, fresh = self._role(experiment, role, size, repeats)
+                    samples, fresh = self._role(built[-1], role, size, repeats)
                     rebuilt += samples
                     after_turn += fresh
-                raise _Rollback
-        except _Rollback:
-            pass
+            finally:
+                Experiment.objects.filter(pk__in=[e.pk for e in built]).delete()
+        else:
+            try:
+                with transaction.atomic():
+                    experiment = self._build(size)[-1]
+                    if connection.vendor == "postgresql":
+                        with connection.cursor() as cursor:
+                            cursor.execute("ANALYZE campaigns_turn")
+                    for role in bench.ROLES:
+                        samples, fresh = self._role(experiment, role, size, repeats)
+                        rebuilt += samples
+                        after_turn += fresh
+                    raise _Rollback
+            except _Rollback:
+                pass
         median, fresh_median = statistics.median(rebuilt), statistics.median(after_turn)
         self.stdout.write(
             f"{size:>7} {'all':<7} {median:>9.2f} {_p95(rebuilt):>7.2f} {fresh_median:>11.2f}"
         )
         return median, fresh_median
+
+    def _build(self, size: int) -> list:
+        """The other campaigns, then the measured one (last: its turns are the newest)."""
+        started = time.perf_counter()
+        built = [bench.create_campaign(size, seed=100 + seed) for seed in range(self.others)]
+        built.append(bench.create_campaign(size))
+        total = size * (1 + self.others)
+        self.stderr.write(f"  built {total} turns in {time.perf_counter() - started:.1f} s")
+        return built
 
     def _role(self, experiment, role: str, size: int, repeats: int):
         samples, pack = build_samples(experiment, role, repeats)
