@@ -4,7 +4,7 @@ Candidates are only what the reader may already see (the `View` filtered them):
 
 - turns: the caller's ranked hits (`View.retrieval_turns`, best first: BM25 over the
   role's readable turns, its own monologues included, `context_engine.ranking`, computed
-  by the loader from the database's full-text index or by the Arena's replay in memory),
+  by the loader from the database's term rows or by the Arena's replay in memory),
   each followed by its neighbouring readable turns (`View.retrieval_context`), the
   exchange around an answer. A monologue is never a neighbour (but for judges, who read
   them all): an agent's own older plan is found when the input asks for it, and is shown

@@ -296,14 +296,13 @@ MONOLOGUE_KIND = RawSQL(
 class SearchBacklog(models.Model):
     """An experiment whose imported turns are not in the search index yet.
 
-    An import writes its turns without their search rows (PostgreSQL: outside the GIN
-    index and the term rows, ``search_indexed`` false, migrations 0017 and 0037; SQLite:
-    without term rows, migration 0038) and this row beside them;
-    `transcripts.index_imported_turns` (a task sent after commit) indexes the turns and
-    then deletes the row. While it exists, searches also scan the experiment's turns
-    that wait (`search_postgres.backlog_postings`, `search_sqlite.backlog_postings`):
-    one row per import, where a partial index over the pending turns cost a write per
-    turn.
+    An import writes its turns without their search rows, the term rows (PostgreSQL:
+    ``search_indexed`` false, migrations 0017 and 0037; SQLite: migration 0038), and this
+    row beside them; `transcripts.index_imported_turns` (a task sent after commit) indexes
+    the turns and then deletes the row. While it exists, searches also scan the
+    experiment's turns that wait (`search_postgres.backlog_postings`,
+    `search_sqlite.backlog_postings`): one row per import, where a partial index over the
+    pending turns cost a write per turn.
     """
 
     experiment = models.OneToOneField(

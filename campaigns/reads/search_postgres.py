@@ -53,7 +53,7 @@ def postings(viewer, columns: tuple[str, ...], limit: int) -> Precompiled:
 
 def backlog_postings(viewer, columns: tuple[str, ...], limit: int) -> Precompiled:
     """`postings`' rows for an experiment with a `SearchBacklog` row: an import's turns
-    have neither term rows nor a place in the full-text index until
+    have no term rows until
     `index_imported_turns` flips their ``search_indexed``. A word's newest readable
     matches among the term rows and, through the small partial index of the waiting
     turns (migration 0017), among those whose text has the word: the two sets do not

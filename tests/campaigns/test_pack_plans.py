@@ -189,7 +189,7 @@ def test_a_words_postings_stop_at_its_newest_readable_matches():
     """Each word's postings come from ``campaigns_turn_terms`` (migration 0037) newest
     first, by experiment and word in the index: the read stops at the word's ``DF_CAP``-th
     readable match, so it reads that many rows and the hidden ones among them, however
-    many turns of the campaign (or of others) use the word. No GIN search runs."""
+    many turns of the campaign (or of others) use the word."""
     if not database_is_postgres():
         unavailable("the term rows and their plans are PostgreSQL's")
     from collections import Counter

@@ -2,9 +2,9 @@
 
 The importer leaves its turns' search rows to `campaigns.tasks.index_turn_search`, after
 commit, and a `SearchBacklog` row has searches find the waiting turns meanwhile.
-PostgreSQL: the rows are written outside the GIN index and the term rows (``search_
-indexed`` false, migrations 0017, 0037) and the task flips the flag. SQLite: the turns
-get no term rows (migration 0038) until the task writes them.
+PostgreSQL: the rows are written without term rows (``search_indexed`` false, migrations
+0017, 0037) and the task flips the flag. SQLite: the turns get no term rows (migration
+0038) until the task writes them.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def _index_one_batch(experiment, seqs: range) -> None:
 
 
 postgres_only = pytest.mark.skipif(
-    connection.vendor != "postgresql", reason="the deferred GIN index is PostgreSQL's"
+    connection.vendor != "postgresql", reason="search_indexed and its plans are PostgreSQL's"
 )
 
 

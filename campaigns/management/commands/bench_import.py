@@ -6,8 +6,8 @@ Builds a seeded synthetic campaign (`campaigns.bench`), exports it to transcript
 the checks a database defers to commit (foreign keys) are paid; each imported
 experiment is deleted afterwards, untimed. The floor is counting the tokens of every
 turn's content with tiktoken alone (import must count them too). Prints both and their
-throughput ratio. The import leaves search indexing (the turns' term rows, and on
-PostgreSQL the full-text index) to a task after commit (`index_turn_search`): that
+throughput ratio. The import leaves search indexing (the turns' term rows) to a task
+after commit (`index_turn_search`): that
 task's time is printed on its own line, so the ratio hides nothing. The first import of
 a process counts its tokens alone while the counting helpers start
 (`context_engine.token_pool`): it is printed on its own too.

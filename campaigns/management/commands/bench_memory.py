@@ -151,7 +151,7 @@ class Command(BaseCommand):
                 imported = import_transcript(data=data)
                 took_import = time.perf_counter() - started
                 # Inside this rolled-back transaction nothing is sent on commit: run the
-                # full-text indexing task here, as the worker would (PostgreSQL), untimed.
+                # search indexing task here, as the worker would, untimed.
                 index_imported_turns(experiment_id=imported.pk)
                 started = time.perf_counter()
                 job = run_command(experiment=imported, command="checkpoint", user=None)

@@ -44,7 +44,7 @@ def pg_insert(pk: int, rows: list[tuple], counts: Iterator[list[int]]) -> Sequen
     """COPY, in text form built here (psycopg's per-row adaptation cost as much as the
     counting): one statement, so the statement-level triggers run once.
 
-    ``search_indexed`` false: the GIN index skips these rows until the background task
+    ``search_indexed`` false: the rows get no term rows until the background task
     (`index_imported_turns`, sent after commit) indexes them; meanwhile the experiment's
     `SearchBacklog` row has searches scan them too.
     """
