@@ -68,9 +68,15 @@ def _count_long_cached(text: str) -> int:
 
 
 def _count_long(text: str) -> int:
-    if _counter()[0] != "cl100k_base":  # len//4 is not a sum over pieces
-        return _counter()[1](text)
-    return sum(map(_count_cached, segments(text)))
+    name, counter = _counter()
+    if name != "cl100k_base":  # len//4 is not a sum over pieces
+        return counter(text)
+    # A segment is short unless its lines hold no letter-space-letter: such a one is
+    # counted but not kept (the cache holds short texts).
+    return sum(
+        _count_cached(part) if len(part) <= CACHED_TEXT_CHARS else counter(part)
+        for part in segments(text)
+    )
 
 
 # cl100k_base splits text into pieces (its regular expression) and encodes each piece on

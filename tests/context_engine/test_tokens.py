@@ -59,3 +59,11 @@ def test_a_line_longer_than_a_segment_is_cut_inside_it():
     assert len(parts) > 1
     assert max(map(len, parts)) <= tokens.SEGMENT_CHARS + 1
     assert sum(map(encode, parts)) == encode(text)
+
+
+def test_a_long_text_without_a_cut_is_counted_whole_and_not_kept():
+    text = "1234567890, " * 1000  # no letter-space-letter anywhere: one segment
+    assert list(tokens.segments(text)) == [text]
+    before = tokens._count_cached.cache_info().currsize
+    assert tokens._count_long(text) == encode(text)
+    assert tokens._count_cached.cache_info().currsize == before
