@@ -13,7 +13,7 @@ are still text (decode with `precompiled.json_value`).
 
 from __future__ import annotations
 
-from django.db.models import Q, Subquery, Value
+from django.db.models import Count, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from campaigns.models import (
@@ -256,6 +256,38 @@ def newest_summary_query(*, experiment_id: int, viewer: Viewer, own_key: str) ->
 
     compiled = compile_once(("summaries", statement_shape(viewer)), build)
     return Query(compiled, slot_values(viewer, experiment=experiment_id, own_key=own_key))
+
+
+def turn_change_count_query(*, experiment_id: int, viewer: Viewer) -> Query:
+    """How many of the experiment's logged turn changes ``viewer`` may read: rows
+    ``[(count,)]``, or none for none. The postings cache's stamp (`postings_cache`).
+
+    ``campaigns_turn_changes`` (migration 0039) holds each edited, deleted or
+    re-visibled turn's versions with the columns the turn rule reads; the selector's
+    rule is applied to them as to the turns (`over_rows`), so a change to a turn the
+    viewer reads neither before nor after leaves the count as it was."""
+    key = ("changes", statement_shape(viewer))
+    compiled = _changes.get(key)
+    if compiled is None:
+
+        def build(slots):
+            return (
+                selectors.turns_visible_to(
+                    experiment=slots.int("experiment"), viewer=slot_viewer(slots, viewer)
+                )
+                .order_by()
+                .values("experiment_id")
+                .annotate(changes=Count("id"))
+                .values_list("changes")
+            )
+
+        compiled = _changes[key] = over_rows(
+            compile_once(("changes-rule", *key[1:]), build), "campaigns_turn_changes"
+        )
+    return Query(compiled, slot_values(viewer, experiment=experiment_id))
+
+
+_changes: dict[tuple, Precompiled] = {}
 
 
 def pin_id_rows(**kwargs) -> list[tuple]:

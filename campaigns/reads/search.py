@@ -27,12 +27,17 @@ from context_engine.ranking import DF_CAP, stem
 # --- ranked retrieval (SPEC §5.8) ------------------------------------------------------
 
 
+# A seq below every turn's: "every match" as a word's ``since``.
+ALL_SEQS = -(2**31)
+
+
 def postings_query(
     *,
     experiment_id: int,
     viewer: Viewer,
     words: list[str],
     backlog: bool | None = None,
+    since: list[int] | None = None,
 ) -> Query | None:
     """Per word, the newest `ranking.DF_CAP` readable turns that contain it, in one
     statement: rows ``(word index, id, seq, tokens, round)``, by word, each word's newest
@@ -41,21 +46,28 @@ def postings_query(
     (`search_postgres.postings`, `search_sqlite.postings`), or, while the experiment has
     a `SearchBacklog` row (``backlog``; read here when None), from a search that also
     finds the turns an import left for the indexing task (their ``backlog_postings``):
-    the same rows."""
+    the same rows. ``since``: per word, only its matches after that seq (the postings
+    cache's read of what it does not hold; all of a word's matches by default)."""
     if not words:
         return None
+    since = [ALL_SEQS] * len(words) if since is None else since
+    if len(since) != len(words):  # pragma: no cover - a caller's bug
+        raise ValueError("One since per word.")
     if backlog is None:
         backlog = SearchBacklog.objects.filter(experiment_id=experiment_id).exists()
     if connection.vendor == "postgresql":
         statement = search_postgres.backlog_postings if backlog else search_postgres.postings
         compiled = statement(viewer, POSTING_COLUMNS, DF_CAP)
-        return Query(compiled, slot_values(viewer, experiment=experiment_id, queries=list(words)))
+        values = slot_values(viewer, experiment=experiment_id, queries=list(words), since=since)
+        return Query(compiled, values)
     statement = search_sqlite.backlog_postings if backlog else search_sqlite.postings
     compiled = statement(viewer, POSTING_COLUMNS, DF_CAP, len(words))
     values = {
         f"{i}.{name}": value
-        for i, word in enumerate(words)
-        for name, value in slot_values(viewer, experiment=experiment_id, term=stem(word)).items()
+        for i, (word, after) in enumerate(zip(words, since, strict=True))
+        for name, value in slot_values(
+            viewer, experiment=experiment_id, term=stem(word), since=after
+        ).items()
     }
     return Query(compiled, values)
 

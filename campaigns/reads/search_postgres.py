@@ -30,7 +30,10 @@ _WAITING_WITH_TERM = (
     'to_tsvector(\'english\'::regconfig, "campaigns_turn"."content") @@ '
     'plainto_tsquery(\'english\'::regconfig, "w"."q")'
 )
-_WORDS = 'unnest(%s::text[]) WITH ORDINALITY AS "w"("q", "i")'
+# Only a word's matches after the seq ``w.since`` (a word whose older matches the
+# postings cache holds; `search.ALL_SEQS` for all of them).
+_SINCE = '"campaigns_turn"."seq" > "w"."since"'
+_WORDS = 'unnest(%s::text[], %s::integer[]) WITH ORDINALITY AS "w"("q", "since", "i")'
 
 
 def postings(viewer, columns: tuple[str, ...], limit: int) -> Precompiled:
@@ -42,7 +45,8 @@ def postings(viewer, columns: tuple[str, ...], limit: int) -> Precompiled:
     rule is applied to them as to the table's rows, and the read stops at the
     ``limit``-th readable one however many turns (hidden or not) use the word. Only for
     an experiment without a `SearchBacklog` row (`backlog_postings` otherwise). Values:
-    ``experiment``, ``queries`` (the words) and the viewer's (`slot_values`)."""
+    ``experiment``, ``queries`` (the words), ``since`` (per word, the seq its term rows
+    are read after) and the viewer's (`slot_values`)."""
     key = ("postings", viewer.omniscient, viewer.is_dm, columns, limit)
     found = _joined.get(key)
     if found is None:
@@ -88,7 +92,8 @@ def _term_rows(viewer, columns: tuple[str, ...], limit: int) -> Precompiled:
 
     def build(slots):
         same_term = RawSQL(_SAME_TERM, [], BooleanField())
-        readable = _readable(slots, viewer).filter(same_term)
+        since = RawSQL(_SINCE, [], BooleanField())
+        readable = _readable(slots, viewer).filter(same_term).filter(since)
         return readable.order_by("-seq").values_list(*columns)[:limit]
 
     key = ("postings-terms", viewer.omniscient, viewer.is_dm, columns, limit)
@@ -111,7 +116,7 @@ def _per_word(
         f'SELECT "w"."i" - 1 AS "word", {listed} FROM {_WORDS} '
         f'CROSS JOIN LATERAL ({one_word}) AS "t" ORDER BY 1, "t"."seq" DESC'
     )
-    return Precompiled(sql, (("queries", None), *params), prepare=prepare)
+    return Precompiled(sql, (("queries", None), ("since", None), *params), prepare=prepare)
 
 
 _joined: dict[tuple, Precompiled] = {}

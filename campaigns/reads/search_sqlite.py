@@ -33,8 +33,9 @@ def postings(viewer, columns: tuple[str, ...], limit: int, words: int) -> Precom
     From the term rows (``campaigns_turn_terms``, clustered by experiment, term and seq):
     a word's matches are one key range walked newest first, the selector's turn rule
     applied to each row as to the table's (the rows copy the columns it reads), stopped
-    at the ``limit``-th readable one. Values, per word ``i``: ``i.experiment``,
-    ``i.term`` and the viewer's (`slot_values`)."""
+    at the ``limit``-th readable one, and only past the seq ``i.since`` (a word whose
+    older matches `postings_cache` holds). Values, per word ``i``: ``i.experiment``,
+    ``i.term``, ``i.since`` and the viewer's (`slot_values`)."""
     return _union(
         ("postings", viewer.omniscient, viewer.is_dm, columns, limit),
         words,
@@ -62,8 +63,10 @@ def _word_postings(viewer, columns, limit, *, source: str | None) -> Precompiled
             experiment=slots.int("experiment"), viewer=slot_viewer(slots, viewer)
         )
         condition = _SAME_TERM if source is not None else _HAS_TERM
-        matching = RawSQL(condition, [slots.str("term")], BooleanField())
-        return readable.filter(matching).order_by("-seq").values_list(*columns)[:limit]
+        matching = readable.filter(RawSQL(condition, [slots.str("term")], BooleanField()))
+        if source is not None:  # only the matches after a seq (the postings cache's)
+            matching = matching.filter(seq__gt=slots.int("since"))
+        return matching.order_by("-seq").values_list(*columns)[:limit]
 
     compiled = compile_once(key, build)
     return over_rows(compiled, source) if source is not None else compiled

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce
 
-from campaigns.models import ContextEvent, Experiment, Participant, SearchBacklog
-from campaigns.reads import adapters, packs, search, selectors
+from campaigns.models import ContextEvent, Experiment, Participant, SearchBacklog, Turn
+from campaigns.reads import adapters, packs, postings_cache, search, selectors
 from campaigns.reads.precompiled import Query, compile_once, json_value, run_all
 from campaigns.reads.selectors import Viewer
 from campaigns.services.memory.retrieval import PINS_READ, pinned_from_rows
@@ -109,6 +110,7 @@ def pack_input_for_role(
         :8
     ]
     backlog = bool(found[0][8])  # an import's turns wait for their term rows
+    last_seq, created_at = found[0][9:11]
     participants = [ParticipantView(*row) for row in participant_rows]
     participant = next((p for p in participants if p.role == role), None)
     if participant is None:
@@ -128,7 +130,7 @@ def pack_input_for_role(
     input_text = input_text[:MAX_INPUT_CHARS]
 
     # Round trip 2 (PostgreSQL; one statement each on SQLite): everything else.
-    window, monologues, stubs, pins, lore, summaries = run_all(
+    window, monologues, stubs, pins, lore, summaries, changes = run_all(
         [
             *_turn_queries(experiment_id, viewer, role, needs),
             packs.whisper_stub_query(
@@ -145,6 +147,10 @@ def pack_input_for_role(
             packs.newest_summary_query(
                 experiment_id=experiment_id, viewer=viewer, own_key=audience_key((role,))
             ),
+            # The postings cache's stamp (none while an import waits for its term rows).
+            packs.turn_change_count_query(experiment_id=experiment_id, viewer=viewer)
+            if needs.retrieval_candidates and not backlog
+            else None,
         ]
     )
     if monologues:
@@ -153,6 +159,15 @@ def pack_input_for_role(
     views = [adapters.turn_view_row(row, dm_roles) for row in window]
     views.extend(adapters.stub_view_row(row, dm_roles) for row in stubs)
     loaded = [view for view in views if view.content]
+    stamp = None
+    if not backlog:
+        stamp = postings_cache.Stamp(
+            experiment_id=experiment_id,
+            created_at=created_at,
+            viewer=viewer,
+            changes=changes[0][0] if changes else 0,
+            last_seq=last_seq,
+        )
     hits, around = _ranked_retrieval(
         experiment_id,
         viewer,
@@ -160,6 +175,7 @@ def pack_input_for_role(
         query_for(input_text, loaded, participants),
         dm_roles,
         backlog=backlog,
+        stamp=stamp,
     )
 
     # Results of the role's own /search, /lore, /timeline since its last turn (SPEC §5.8).
@@ -203,7 +219,10 @@ def _experiment_query(experiment_id: int) -> Query:
     def build(slots):
         experiments = Experiment.objects.filter(pk=slots.int("experiment")).order_by()
         backlog = Exists(SearchBacklog.objects.filter(experiment=OuterRef("pk")))
-        return experiments.annotate(backlog=backlog).values_list(
+        newest = Turn.objects.filter(experiment=OuterRef("pk")).order_by("-seq").values("seq")
+        return experiments.annotate(
+            backlog=backlog, last_seq=Coalesce(Subquery(newest[:1]), Value(0))
+        ).values_list(
             "hook",
             "rules",
             "config",
@@ -213,6 +232,8 @@ def _experiment_query(experiment_id: int) -> Query:
             "world_state__last_updated_round",
             "world_state__id",
             "backlog",
+            "last_seq",
+            "created_at",
         )
 
     return Query(compile_once(("pack-experiment",), build), {"experiment": experiment_id})
@@ -263,20 +284,34 @@ def _turn_queries(experiment_id: int, viewer: Viewer, role: str, needs) -> list[
     return [window, monologues]
 
 
-def _ranked_retrieval(experiment_id: int, viewer: Viewer, needs, query, dm_roles, *, backlog=None):
+def _ranked_retrieval(
+    experiment_id: int,
+    viewer: Viewer,
+    needs,
+    query,
+    dm_roles,
+    *,
+    backlog=None,
+    stamp: postings_cache.Stamp | None = None,
+):
     """The retrieval hits, best first, and their neighbours (SPEC §5.8): the postings of
-    the query's words from the turns' term rows (one statement), ranked by the engine
+    the query's words from the turns' term rows (one statement; with a ``stamp``, only
+    what `postings_cache` does not hold, often nothing), ranked by the engine
     (`retrieval.ranked_hits`, as the Arena's replay ranks), then the hits' rows with
-    their neighbours' rows (one statement each)."""
+    their neighbours' rows (one statement)."""
     if not needs.retrieval_candidates or not query:
         return (), ()
     words = query.words
-    query_rows = search.postings_query(
-        experiment_id=experiment_id, viewer=viewer, words=words, backlog=backlog
-    )
+
+    def read(wanted: list[str], since: list[int] | None = None) -> dict:
+        query_rows = search.postings_query(
+            experiment_id=experiment_id, viewer=viewer, words=wanted, backlog=backlog, since=since
+        )
+        return search.postings_by_word(wanted, query_rows.rows() if query_rows else [])
+
     # Every readable turn ranks, the role's own monologues too (the selectors give a
     # player its own and no other's): an agent's older plans are found when asked for.
-    postings = search.postings_by_word(words, query_rows.rows() if query_rows else [])
+    postings = read(words) if stamp is None else postings_cache.postings(stamp, words, read)
     ids = ranked_hits(query, postings, needs.retrieval_candidates)
     if not ids:
         return (), ()

@@ -6,9 +6,9 @@ synthetic campaign), the same pack rebuilt ("pack build") and a pack built right
 new turn ("pack, new turn": its sections' text is new, as in play), a pack cache hit,
 and transcript import; each against its floor —
 a raw indexed fetch of the pack's window (tuples, no ORM) for packs, raw tiktoken on
-the same text for import — with the issue's targets. Everything runs inside rolled-back
-transactions on whatever DATABASE_URL points at, except the imports: each is timed to its
-commit, then deleted. The machine may be shared: compare
+the same text for import — with the issue's targets. The packs' campaigns are committed,
+as a live database's are, and the imports timed to their commit; both are deleted
+afterwards, on whatever DATABASE_URL points at. The machine may be shared: compare
 numbers from the same run, not across runs.
 """
 
@@ -28,6 +28,8 @@ from campaigns.management.commands.bench_context import (
     raw_fetch_samples,
 )
 from campaigns.management.commands.bench_import import import_numbers
+from campaigns.models import Experiment
+from campaigns.reads import postings_cache
 
 
 class _Rollback(Exception):
@@ -36,23 +38,40 @@ class _Rollback(Exception):
 
 def _pack_medians(size: int, repeats: int) -> tuple[float, float, float, float]:
     """Medians over the five roles: a rebuilt pack, a pack after a new turn, a pack cache
-    hit, and the raw fetch floor."""
-    builds, fresh, hits, floor = [], [], [], []
+    hit, and the raw fetch floor.
+
+    The campaign is committed (on PostgreSQL vacuumed), as a live database holds it, and
+    deleted afterwards, untimed: the postings cache keeps only what committed reads gave
+    (`postings_cache`), and PostgreSQL reads a transaction's own uncommitted rows more
+    slowly. Inside a caller's transaction (a test) it is rolled back instead."""
+    postings_cache.clear()
+    if connection.in_atomic_block:
+        try:
+            with transaction.atomic():
+                medians = _measured(bench.create_campaign(size), repeats)
+                raise _Rollback
+        except _Rollback:
+            return medians
+    experiment = bench.create_campaign(size)
     try:
-        with transaction.atomic():
-            experiment = bench.create_campaign(size)
-            if connection.vendor == "postgresql":
-                with connection.cursor() as cursor:
-                    cursor.execute("ANALYZE campaigns_turn")
-            for role in bench.ROLES:
-                builds += build_samples(experiment, role, repeats)[0]
-                hits += hit_samples(experiment, role, repeats)
-            floor = raw_fetch_samples(experiment, repeats * len(bench.ROLES))
-            for role in bench.ROLES:  # last: they add turns
-                fresh += new_turn_samples(experiment, role, repeats)
-            raise _Rollback
-    except _Rollback:
-        pass
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("VACUUM ANALYZE campaigns_turn")
+                cursor.execute("VACUUM ANALYZE campaigns_turn_terms")
+        return _measured(experiment, repeats)
+    finally:
+        Experiment.objects.filter(pk=experiment.pk).delete()
+        postings_cache.clear()
+
+
+def _measured(experiment, repeats: int) -> tuple[float, float, float, float]:
+    builds, fresh, hits = [], [], []
+    for role in bench.ROLES:
+        builds += build_samples(experiment, role, repeats)[0]
+        hits += hit_samples(experiment, role, repeats)
+    floor = raw_fetch_samples(experiment, repeats * len(bench.ROLES))
+    for role in bench.ROLES:  # last: they add turns
+        fresh += new_turn_samples(experiment, role, repeats)
     return tuple(statistics.median(samples) for samples in (builds, fresh, hits, floor))
 
 

@@ -1,0 +1,144 @@
+"""Each query word's postings, kept per process between one viewer's packs (SPEC §5.8).
+
+A pack's ranked retrieval reads, for every query word, its newest `ranking.DF_CAP`
+readable matches (`search.postings_query`): at 50,000 turns about 1,300 rows a pack,
+most of them the same as the previous pack's, since between two packs the history mostly
+grows by appended turns. This cache keeps a word's rows per (database, experiment,
+viewer, word) and reads only the matches past the newest seq it has seen (``since``):
+one statement for every word the pack needs — none when no turn was appended since.
+
+Exact, not approximate: the rows it gives are the ones `search.postings_query` would
+read at that moment. Appended turns take the experiment's next seq (under its row lock,
+`turns.turn_create`), so the matches past the seq a word was read at are all its new
+ones, and a word's newest ``DF_CAP`` are the newest of those followed by the kept ones.
+Every other write that can change a word's older matches — an edit, a delete, a
+visibility or hold change, an insert below the newest seq — logs the turn's versions in
+``campaigns_turn_changes`` (triggers, migration 0039), and the viewer's *stamp* is how
+many of those rows it may read (`packs.turn_change_count_query`). An entry is used only
+under the stamp it was read with. A change to a turn the viewer can read neither before
+nor after cannot change its postings and does not move its stamp: a hidden write costs
+the viewer's next pack nothing, so the pack's timing tells it nothing (`pack_cache`,
+issue 23).
+
+Entries are stored only from reads outside any transaction (autocommit: committed rows
+only), so a rolled-back write can never leave rows behind; a read inside a transaction
+still uses them (its own appends come past the seq; its own changes move its stamp).
+Nothing is stored while the experiment's import waits for its term rows (`SearchBacklog`).
+Keyed by the experiment's creation time too: ids a test database reuses are other
+experiments. Per process and bounded (`MAX_WORDS`, least recently used out).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection
+
+from campaigns.reads.search import ALL_SEQS
+from campaigns.reads.selectors import Viewer
+from context_engine.ranking import DF_CAP
+
+MAX_WORDS = 2048  # (experiment, viewer, word) entries, each at most DF_CAP postings
+
+Posting = tuple[int, int, int]  # (turn id, seq, tokens), newest first
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """What an entry is valid for: the experiment (and its creation, against reused
+    ids), the viewer, how many logged changes the viewer may read, and the experiment's
+    newest seq when the pack began (the postings past it are read)."""
+
+    experiment_id: int
+    created_at: datetime
+    viewer: Viewer
+    changes: int
+    last_seq: int
+
+
+@dataclass(frozen=True)
+class _Entry:
+    changes: int
+    last_seq: int  # every posting held has a seq at or below this
+    postings: tuple[Posting, ...]
+
+
+_lock = threading.Lock()
+_entries: OrderedDict[tuple, _Entry] = OrderedDict()
+stats = {"words_held": 0, "words_read": 0, "reads": 0}
+
+
+def postings(
+    stamp: Stamp,
+    words: Sequence[str],
+    read: Callable[[list[str], list[int]], dict[str, list[Posting]]],
+    *,
+    store: bool = True,
+) -> dict[str, Sequence[Posting]]:
+    """Each word's newest readable postings, as ``read`` would give them all.
+
+    ``read(words, since)``: the words' postings past each ``since`` seq (`ALL_SEQS`:
+    all), newest first, at most ``DF_CAP`` each — one statement. Called once, for the
+    words this cache does not hold up to ``stamp.last_seq``, or not at all. ``store``:
+    keep what is read (False while an import's turns wait for their term rows)."""
+    base = (_database(), stamp.experiment_id, stamp.created_at, stamp.viewer)
+    found: dict[str, Sequence[Posting]] = {}
+    held: dict[str, _Entry] = {}
+    wanted: list[str] = []
+    since: list[int] = []
+    with _lock:
+        for word in dict.fromkeys(words):
+            entry = _entries.get((*base, word))
+            if entry is not None and entry.changes == stamp.changes:
+                _entries.move_to_end((*base, word))
+                if entry.last_seq >= stamp.last_seq:
+                    found[word] = entry.postings
+                    continue
+                held[word] = entry
+                since.append(entry.last_seq)
+            else:
+                since.append(ALL_SEQS)
+            wanted.append(word)
+        stats["words_held"] += len(found)
+        stats["words_read"] += len(wanted)
+        stats["reads"] += bool(wanted)
+    if not wanted:
+        return found
+    fresh = read(wanted, since)
+    keep = store and not connection.in_atomic_block
+    kept: dict[tuple, _Entry] = {}
+    for word in wanted:
+        new = fresh.get(word, [])
+        entry = held.get(word)
+        rows = new if entry is None else [*new, *entry.postings][:DF_CAP]
+        found[word] = rows
+        if keep:
+            # Only what is at or below the pack's newest seq: later matches (appended
+            # since the pack began) are read again, past it, next time.
+            older = tuple(row for row in rows if row[1] <= stamp.last_seq)
+            kept[(*base, word)] = _Entry(stamp.changes, stamp.last_seq, older)
+    if kept:
+        with _lock:
+            _entries.update(kept)
+            for key in kept:
+                _entries.move_to_end(key)
+            while len(_entries) > MAX_WORDS:
+                _entries.popitem(last=False)
+    return found
+
+
+def _database() -> tuple:
+    settings = connection.settings_dict
+    return (connection.alias, connection.vendor, settings["NAME"], settings.get("HOST"))
+
+
+def clear() -> None:
+    """Forget every word's postings (tests, benchmarks)."""
+    with _lock:
+        _entries.clear()
+        for name in stats:
+            stats[name] = 0
