@@ -75,6 +75,13 @@ PG_LOW_INSERT = (
     "WHERE (SELECT count(*) FROM campaigns_turn AS t WHERE t.experiment_id = f.experiment_id "
     "AND t.seq >= f.low) > f.n)"
 )
+# An update logs the changed turns that had term rows: the indexing task's flip of an
+# import's turns (``search_indexed``, while its `SearchBacklog` row stops the cache from
+# storing anything) changed nothing the cache could hold.
+PG_WAS_INDEXED = (
+    "WHERE {rows}.id IN (SELECT c.id FROM changed AS c JOIN old_rows AS o USING (id) "
+    "WHERE o.search_indexed)"
+)
 PG_SYNC_FUNCTION = f"""
 CREATE OR REPLACE FUNCTION babel_turn_terms_sync() RETURNS trigger AS $$
 BEGIN
@@ -91,9 +98,9 @@ BEGIN
         ), gone AS (
             DELETE FROM campaigns_turn_terms WHERE id IN (SELECT id FROM changed)
         ), logged_old AS (
-            {_log("old_rows", "WHERE old_rows.id IN (SELECT id FROM changed)")}
+            {_log("old_rows", PG_WAS_INDEXED.format(rows="old_rows"))}
         ), logged_new AS (
-            {_log("new_rows", "WHERE new_rows.id IN (SELECT id FROM changed)")}
+            {_log("new_rows", PG_WAS_INDEXED.format(rows="new_rows"))}
         )
         INSERT INTO campaigns_turn_terms {PG_TERMS.TERMS_OF.format(rows="new_rows")}
             AND t.id IN (SELECT id FROM changed);

@@ -10,13 +10,14 @@ Every query is precompiled (`campaigns.reads.precompiled`): built by the ORM onc
 then only bound and executed, rows read as tuples of the columns the engine uses. The
 visibility-filtered ones live in `campaigns.reads.packs`, built from the selectors'
 own rules. Queries for the default (`layered`) strategy: experiment + world state +
-newest round (1), participants (1), last command events (1), window + hinge anchors (1),
-own monologues (1), lore (1), digest + strategic summary (1), pins (1), then ranked
-retrieval (`_ranked_retrieval`: postings, then the hits with their neighbours: 2)
-— at most ten statements at 100 turns or 50,000; on PostgreSQL `precompiled.run_all`
-sends the first eight in two round trips (experiment/participants/events, then the
-rest), and the two retrieval statements are prepared too. `full_history` loads
-everything it is asked to.
+newest seq (1), participants (1), last command events (1), window + hinge anchors (1),
+own monologues (1), lore (1), digest + strategic summary (1), pins (1), the postings
+cache's stamp (1), then ranked retrieval (`_ranked_retrieval`: the postings that
+`campaigns.reads.postings_cache` does not hold — none when no turn was appended since —
+then the hits with their neighbours: 1 or 2) — at most eleven statements at 100 turns
+or 50,000; on PostgreSQL `precompiled.run_all` sends the first nine in two round trips
+(experiment/participants/events, then the rest), and the two retrieval statements are
+prepared too. `full_history` loads everything it is asked to.
 
 `pack_for_role` answers from `campaigns.services.pack_cache` when nothing a pack reads
 has changed since the same pack was built.

@@ -337,3 +337,33 @@ def _apply_to(turn: Turn, name: str, args) -> None:
         rows.update(held_at=timezone.now() if args[0] else None)
     elif name == "delete":
         rows.delete()
+
+
+def _logged(experiment) -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM campaigns_turn_changes WHERE experiment_id = %s",
+            [experiment.pk],
+        )
+        return cursor.fetchone()[0]
+
+
+def test_an_import_and_its_indexing_log_no_change_and_a_deletion_leaves_none():
+    """An import's turns are appends, and the indexing task only gives them their term
+    rows: neither may log a change (each viewer's count reads the log), and a deleted
+    campaign takes its log with it."""
+    from campaigns.services import transcripts
+    from campaigns.services.transcripts import indexing
+    from tests.campaigns.test_search_after_import import _transcript
+
+    experiment = transcripts.import_transcript(data=_transcript(rounds=40))
+    indexing.index_imported_turns(experiment_id=experiment.pk)
+    assert not SearchBacklog.objects.filter(experiment=experiment).exists()
+    assert _logged(experiment) == 0
+
+    Turn.objects.filter(experiment=experiment, seq=2).update(content="The kestrel sleeps.")
+    assert _logged(experiment) == 2  # the edited turn's old and new version
+    experiment.delete()
+    assert _logged(experiment) == 0
