@@ -367,3 +367,27 @@ def test_an_import_and_its_indexing_log_no_change_and_a_deletion_leaves_none():
     assert _logged(experiment) == 2  # the edited turn's old and new version
     experiment.delete()
     assert _logged(experiment) == 0
+
+
+def test_the_change_log_triggers_exist_after_every_migration():
+    """SQLite drops a table's triggers when a migration rebuilds the table: a later
+    migration of the turns or the experiments must re-create these (0039's)."""
+    import importlib
+
+    from django.db import connection
+
+    changes = importlib.import_module("campaigns.migrations.0039_turn_changes")
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'")
+            found = dict(cursor.fetchall())
+            for name in changes.SQLITE_TRIGGER_NAMES:
+                assert name in found
+            for name in ("turn_terms_insert", "turn_terms_update", "turn_terms_delete"):
+                assert "campaigns_turn_changes" in found[name]
+        else:
+            cursor.execute("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
+            found = {row[0] for row in cursor.fetchall()}
+            assert {"turn_terms_insert", "turn_changes_experiment_delete"} <= found
+            cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = 'babel_turn_terms_sync'")
+            assert "campaigns_turn_changes" in cursor.fetchone()[0]
