@@ -66,14 +66,15 @@ def _log(rows: str, where: str = "") -> str:
     return f"INSERT INTO campaigns_turn_changes SELECT {listed} FROM {rows} AS {rows} {where}"
 
 
-# PostgreSQL: 0037's function, each branch also logging. An insert logs only the rows of
-# experiments where a turn outside the statement has a seq at or above the statement's
-# lowest (an append or an import counts only its own rows there).
+# PostgreSQL: 0037's function, each branch also logging. An insert logs nothing when,
+# for each experiment, its rows are a run of consecutive seqs ending at the experiment's
+# newest (an append, or an import's chunk): seqs are unique per experiment, so no
+# earlier turn has a seq above one of them. One index look-up per experiment, no walk.
 PG_LOW_INSERT = (
     "WHERE new_rows.experiment_id IN (SELECT f.experiment_id FROM (SELECT experiment_id, "
-    "min(seq) AS low, count(*) AS n FROM new_rows GROUP BY experiment_id) AS f "
-    "WHERE (SELECT count(*) FROM campaigns_turn AS t WHERE t.experiment_id = f.experiment_id "
-    "AND t.seq >= f.low) > f.n)"
+    "min(seq) AS low, max(seq) AS high, count(*) AS n FROM new_rows GROUP BY experiment_id) "
+    "AS f WHERE f.n <> f.high - f.low + 1 OR f.high <> (SELECT max(t.seq) FROM "
+    "campaigns_turn AS t WHERE t.experiment_id = f.experiment_id))"
 )
 # An update logs the changed turns that had term rows: the indexing task's flip of an
 # import's turns (``search_indexed``, while its `SearchBacklog` row stops the cache from
