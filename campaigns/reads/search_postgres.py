@@ -66,7 +66,9 @@ def backlog_postings(viewer, columns: tuple[str, ...], limit: int) -> Precompile
     Not prepared: planned on each run with its values, so the waiting turns are walked
     through the experiment's (experiment, seq) index. A generic plan, blind to the
     experiment and with statistics from before the import (no waiting turn), scanned
-    the whole table for them; a backlog lasts only until the task has run."""
+    the whole table for them; a backlog lasts only until the task has run. ``since``
+    bounds the term rows only: the postings cache never reads an experiment with a
+    backlog, so it is always `search.ALL_SEQS` here."""
     key = ("backlog-postings", viewer.omniscient, viewer.is_dm, columns, limit)
     found = _joined.get(key)
     if found is None:
