@@ -61,9 +61,12 @@ CREATE TABLE campaigns_turn_changes (
 INDEX = "CREATE INDEX turn_changes_experiment ON campaigns_turn_changes (experiment_id)"
 
 
-def _log(rows: str, where: str = "") -> str:
+def _log(rows: str, where: str = "", *, table: bool = True) -> str:
+    """Log ``rows``' turn versions: a transition table's (PostgreSQL), or with ``table``
+    false a row trigger's ``NEW``/``OLD`` (SQLite), which is no table to select from."""
     listed = ", ".join(f"{rows}.{column}" for column in LOGGED)
-    return f"INSERT INTO campaigns_turn_changes SELECT {listed} FROM {rows} AS {rows} {where}"
+    source = f"FROM {rows} AS {rows} " if table else ""
+    return f"INSERT INTO campaigns_turn_changes SELECT {listed} {source}{where}"
 
 
 # PostgreSQL: 0037's function, each branch also logging. An insert logs nothing when,
@@ -146,11 +149,6 @@ PG_BACKWARD = (
 )
 
 
-def _sqlite_log(row: str, where: str = "") -> str:
-    listed = ", ".join(f"{row}.{column}" for column in LOGGED)
-    return f"INSERT INTO campaigns_turn_changes SELECT {listed} {where}"
-
-
 SQLITE_LOW_INSERT = (
     "WHERE EXISTS (SELECT 1 FROM campaigns_turn WHERE experiment_id = NEW.experiment_id "
     "AND seq > NEW.seq)"
@@ -158,16 +156,16 @@ SQLITE_LOW_INSERT = (
 INSERT_TRIGGER = (
     "CREATE TRIGGER turn_terms_insert AFTER INSERT ON campaigns_turn BEGIN "
     f"{SQLITE_TERMS.INSERT_ROWS.format(row='NEW')}; "
-    f"{_sqlite_log('NEW', SQLITE_LOW_INSERT)}; END"
+    f"{_log('NEW', SQLITE_LOW_INSERT, table=False)}; END"
 )
 SQLITE_TRIGGERS = (
     INSERT_TRIGGER,
     "CREATE TRIGGER turn_terms_update AFTER UPDATE ON campaigns_turn "
     f"WHEN {SQLITE_TERMS.CHANGED} BEGIN {SQLITE_TERMS.DELETE_ROWS}; "
     f"{SQLITE_TERMS.INSERT_ROWS.format(row='NEW')}; "
-    f"{_sqlite_log('OLD')}; {_sqlite_log('NEW')}; END",
+    f"{_log('OLD', table=False)}; {_log('NEW', table=False)}; END",
     "CREATE TRIGGER turn_terms_delete AFTER DELETE ON campaigns_turn BEGIN "
-    f"{SQLITE_TERMS.DELETE_ROWS}; {_sqlite_log('OLD')}; END",
+    f"{SQLITE_TERMS.DELETE_ROWS}; {_log('OLD', table=False)}; END",
     "CREATE TRIGGER turn_changes_experiment_delete AFTER DELETE ON campaigns_experiment "
     "BEGIN DELETE FROM campaigns_turn_changes WHERE experiment_id = OLD.id; END",
 )

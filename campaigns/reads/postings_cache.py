@@ -76,15 +76,14 @@ def postings(
     stamp: Stamp,
     words: Sequence[str],
     read: Callable[[list[str], list[int]], dict[str, list[Posting]]],
-    *,
-    store: bool = True,
 ) -> dict[str, Sequence[Posting]]:
     """Each word's newest readable postings, as ``read`` would give them all.
 
     ``read(words, since)``: the words' postings past each ``since`` seq (`ALL_SEQS`:
     all), newest first, at most ``DF_CAP`` each — one statement. Called once, for the
-    words this cache does not hold up to ``stamp.last_seq``, or not at all. ``store``:
-    keep what is read (False while an import's turns wait for their term rows)."""
+    words this cache does not hold up to ``stamp.last_seq``, or not at all. (The loader
+    gives no stamp, and reads without the cache, while an import's turns wait for their
+    term rows.)"""
     base = (_database(), stamp.experiment_id, stamp.created_at, stamp.viewer)
     found: dict[str, Sequence[Posting]] = {}
     held: dict[str, _Entry] = {}
@@ -109,7 +108,7 @@ def postings(
     if not wanted:
         return found
     fresh = read(wanted, since)
-    keep = store and not connection.in_atomic_block
+    keep = not connection.in_atomic_block
     kept: dict[tuple, _Entry] = {}
     for word in wanted:
         new = fresh.get(word, [])

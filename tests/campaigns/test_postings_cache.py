@@ -20,7 +20,15 @@ from campaigns.models import SearchBacklog, Turn
 from campaigns.reads import packs, postings_cache, search
 from campaigns.reads.selectors import OMNISCIENT, Viewer
 from campaigns.services.context import pack_for_role
-from tests.campaigns.test_turn_terms import AUDIENCES, KINDS, ROLES, WORDS, _apply, _stored
+from tests.campaigns.test_turn_terms import (
+    AUDIENCES,
+    KINDS,
+    ROLES,
+    WORDS,
+    _apply,
+    _stored,
+    texts,
+)
 from tests.factories import make_experiment, make_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -31,7 +39,6 @@ VIEWERS = (
     Viewer(role="DM", is_dm=True),
     OMNISCIENT,
 )
-texts = st.lists(st.sampled_from(WORDS), min_size=0, max_size=6).map(" ".join)
 steps = st.lists(
     st.one_of(
         st.tuples(st.just("read"), st.sampled_from(VIEWERS), st.lists(st.sampled_from(WORDS))),
