@@ -84,7 +84,7 @@ def postings(
     words this cache does not hold up to ``stamp.last_seq``, or not at all. (The loader
     gives no stamp, and reads without the cache, while an import's turns wait for their
     term rows.)"""
-    base = (_database(), stamp.experiment_id, stamp.created_at, stamp.viewer)
+    base = (database_key(), stamp.experiment_id, stamp.created_at, stamp.viewer)
     found: dict[str, Sequence[Posting]] = {}
     held: dict[str, _Entry] = {}
     wanted: list[str] = []
@@ -130,7 +130,8 @@ def postings(
     return found
 
 
-def _database() -> tuple:
+def database_key() -> tuple:
+    """The database the current connection reads (entries of another are not its)."""
     settings = connection.settings_dict
     return (connection.alias, connection.vendor, settings["NAME"], settings.get("HOST"))
 

@@ -31,7 +31,7 @@ from django.db.models import Exists, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from campaigns.models import ContextEvent, Experiment, Participant, SearchBacklog, Turn
-from campaigns.reads import adapters, packs, postings_cache, search, selectors
+from campaigns.reads import adapters, hit_cache, packs, postings_cache, search, selectors
 from campaigns.reads.precompiled import Query, compile_once, json_value, run_all
 from campaigns.reads.selectors import Viewer
 from campaigns.services.memory.retrieval import PINS_READ, pinned_from_rows
@@ -299,7 +299,8 @@ def _ranked_retrieval(
     the query's words from the turns' term rows (one statement; with a ``stamp``, only
     what `postings_cache` does not hold, often nothing), ranked by the engine
     (`retrieval.ranked_hits`, as the Arena's replay ranks), then the hits' rows with
-    their neighbours' rows (one statement)."""
+    their neighbours' rows (one statement; with a ``stamp``, only the hits `hit_cache`
+    does not hold)."""
     if not needs.retrieval_candidates or not query:
         return (), ()
     words = query.words
@@ -316,12 +317,18 @@ def _ranked_retrieval(
     ids = ranked_hits(query, postings, needs.retrieval_candidates)
     if not ids:
         return (), ()
-    rows = search.hit_query(
-        experiment_id=experiment_id,
-        viewer=viewer,
-        hit_ids=ids,
-        neighbours=needs.retrieval_neighbours,
-    ).rows()
+
+    neighbours = needs.retrieval_neighbours
+
+    def read_hits(wanted: list[int]) -> list[tuple]:
+        return search.hit_query(
+            experiment_id=experiment_id, viewer=viewer, hit_ids=wanted, neighbours=neighbours
+        ).rows()
+
+    if stamp is None:
+        rows = read_hits(ids)
+    else:
+        rows = hit_cache.hit_rows(stamp, ids, neighbours, read_hits)
     width = len(packs.TURN_COLUMNS)
     by_id = {row[1]: row[1 : 1 + width] for row in rows if row[0]}
     hits = tuple(adapters.turn_view_row(by_id[i], dm_roles) for i in ids if i in by_id)

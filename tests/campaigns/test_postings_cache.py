@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from campaigns.models import SearchBacklog, Turn
-from campaigns.reads import packs, postings_cache, search
+from campaigns.reads import hit_cache, packs, postings_cache, search
 from campaigns.reads.selectors import OMNISCIENT, Viewer
 from campaigns.services.context import pack_for_role
 from tests.campaigns.test_turn_terms import (
@@ -61,8 +61,10 @@ steps = st.lists(
 @pytest.fixture(autouse=True)
 def _empty_cache():
     postings_cache.clear()
+    hit_cache.clear()
     yield
     postings_cache.clear()
+    hit_cache.clear()
 
 
 def stamp(experiment, viewer: Viewer) -> postings_cache.Stamp:
@@ -126,13 +128,14 @@ def _low_insert(experiment, content: str, audience) -> None:
         )
 
 
-def _append(experiment, content: str, kind: str, audience) -> None:
-    """A turn at the next seq, written with its kind and audience (no later update)."""
+def _append(experiment, content: str, kind: str, audience, round_number: int = 1) -> None:
+    """A turn at the next seq, written with its kind, audience and round (no later
+    update)."""
     last = Turn.objects.filter(experiment=experiment).aggregate(seq=Max("seq"))["seq"] or 0
     Turn.objects.create(
         experiment=experiment,
         seq=last + 1,
-        round=1,
+        round=round_number,
         speaker="Thorin",
         kind=kind,
         content=content or "silence",
@@ -249,8 +252,8 @@ def test_reads_inside_a_transaction_store_nothing():
 
 
 def test_packs_built_with_held_postings_are_the_packs_built_afresh():
-    """End to end: after writes of every kind, each role's pack from a warm postings
-    cache is the pack built with the cache emptied."""
+    """End to end: after writes of every kind, each role's pack from warm postings and
+    hit caches is the pack built with both emptied."""
     experiment = make_experiment(roles=ROLES)
     facts = ("The salt road runs to the ember gate.", "Thorin swears the salt oath.")
     for round_number in range(1, 25):
@@ -271,9 +274,12 @@ def test_packs_built_with_held_postings_are_the_packs_built_afresh():
     make_turn(experiment, round=24, content="The ember gate holds the salt.")
     Turn.objects.filter(pk=note.pk).update(content="salt oath ember")
     held_before = postings_cache.stats["words_held"] + postings_cache.stats["words_read"]
+    hits_before = hit_cache.stats["hits_held"]
     warm = all_packs()
     assert postings_cache.stats["words_held"] + postings_cache.stats["words_read"] > held_before
+    assert hit_cache.stats["hits_held"] > hits_before
     postings_cache.clear()
+    hit_cache.clear()
     cold = all_packs()
     assert warm == cold
     assert any(section.name == "retrieval" and section.items for section in cold[1].sections)

@@ -29,7 +29,7 @@ from campaigns.management.commands.bench_context import (
 )
 from campaigns.management.commands.bench_import import import_numbers
 from campaigns.models import Experiment
-from campaigns.reads import postings_cache
+from campaigns.reads import hit_cache, postings_cache
 
 
 class _Rollback(Exception):
@@ -45,6 +45,7 @@ def _pack_medians(size: int, repeats: int) -> tuple[float, float, float, float]:
     (`postings_cache`), and PostgreSQL reads a transaction's own uncommitted rows more
     slowly. Inside a caller's transaction (a test) it is rolled back instead."""
     postings_cache.clear()
+    hit_cache.clear()
     if connection.in_atomic_block:
         try:
             with transaction.atomic():
@@ -62,6 +63,7 @@ def _pack_medians(size: int, repeats: int) -> tuple[float, float, float, float]:
     finally:
         Experiment.objects.filter(pk=experiment.pk).delete()
         postings_cache.clear()
+        hit_cache.clear()
 
 
 def _measured(experiment, repeats: int) -> tuple[float, float, float, float]:
