@@ -14,7 +14,8 @@ Exact, under the postings cache's `Stamp`:
   no earlier neighbour and no opening turn a round already has. It can only become a
   later neighbour of a hit with fewer than the wanted readable turns after it, or the
   opening of a hit's round that had none readable. An entry missing one of those
-  ("open") holds only while the experiment's newest seq is the one it was read at.
+  ("open") holds only while no turn came past the newest seq it was read at (a seq is
+  never given twice: `packs.newest_logged_seq`).
 - Every other write that changes a turn's row or who may read it is logged in
   ``campaigns_turn_changes`` (migration 0039; tags and hinge since 0040), and the entry
   holds only while the viewer's count of the logged changes it may read stands. A write
@@ -78,7 +79,7 @@ def hit_rows(
             if (
                 entry is not None
                 and entry.changes == stamp.changes
-                and entry.last_seq in (None, stamp.last_seq)
+                and (entry.last_seq is None or stamp.last_seq <= entry.last_seq)
             ):
                 _entries.move_to_end((*base, hit))
                 held[hit] = entry

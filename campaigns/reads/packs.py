@@ -13,6 +13,7 @@ are still text (decode with `precompiled.json_value`).
 
 from __future__ import annotations
 
+from django.db import connection
 from django.db.models import Count, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
@@ -147,6 +148,22 @@ def window_turn_query(
     return Query(compiled, values)
 
 
+def turns_after_query(*, experiment_id: int, viewer: Viewer, since: int) -> Query:
+    """Readable turns after seq ``since``, in seq order (the window cache's read of
+    what was appended since it read the window, `window_cache`)."""
+
+    def build(slots):
+        visible = selectors.turns_visible_to(
+            experiment=slots.int("experiment"), viewer=slot_viewer(slots, viewer)
+        )
+        after = visible.filter(seq__range=(slots.int("since"), slots.int("cap")))
+        return after.order_by("seq").values_list(*TURN_COLUMNS)
+
+    compiled = compile_once(("after", statement_shape(viewer)), build)
+    # The range is closed (see above); ``since`` itself is never a new turn's seq.
+    return Query(compiled, slot_values(viewer, experiment=experiment_id, since=since + 1))
+
+
 def all_turn_query(*, experiment_id: int, viewer: Viewer) -> Query:
     """Every turn ``viewer`` may read, in seq order (``full_history`` only)."""
 
@@ -260,7 +277,8 @@ def newest_summary_query(*, experiment_id: int, viewer: Viewer, own_key: str) ->
 
 def turn_change_count_query(*, experiment_id: int, viewer: Viewer) -> Query:
     """How many of the experiment's logged turn changes ``viewer`` may read: rows
-    ``[(count,)]``, or none for none. The postings cache's stamp (`postings_cache`).
+    ``[(count,)]``, or none for none. The pack caches' stamp (`postings_cache`,
+    `hit_cache`, `window_cache`).
 
     ``campaigns_turn_changes`` (migration 0039) holds each edited, deleted or
     re-visibled turn's versions with the columns the turn rule reads; the selector's
@@ -288,6 +306,19 @@ def turn_change_count_query(*, experiment_id: int, viewer: Viewer) -> Query:
 
 
 _changes: dict[tuple, Precompiled] = {}
+
+
+def newest_logged_seq(experiment_id: int) -> int:
+    """The newest seq in the experiment's turn change log (0 for none). A deleted turn's
+    seq is logged, so `turns.turn_create` never gives it to a later turn: an appended
+    turn always comes past every seq the caches have seen, even after the newest turn
+    was deleted (a reused seq would be a turn they could not tell from an old one)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT max(seq) FROM campaigns_turn_changes WHERE experiment_id = %s",
+            [experiment_id],
+        )
+        return cursor.fetchone()[0] or 0
 
 
 def pin_id_rows(**kwargs) -> list[tuple]:

@@ -31,7 +31,15 @@ from django.db.models import Exists, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from campaigns.models import ContextEvent, Experiment, Participant, SearchBacklog, Turn
-from campaigns.reads import adapters, hit_cache, packs, postings_cache, search, selectors
+from campaigns.reads import (
+    adapters,
+    hit_cache,
+    packs,
+    postings_cache,
+    search,
+    selectors,
+    window_cache,
+)
 from campaigns.reads.precompiled import Query, compile_once, json_value, run_all
 from campaigns.reads.selectors import Viewer
 from campaigns.services.memory.retrieval import PINS_READ, pinned_from_rows
@@ -130,10 +138,17 @@ def pack_input_for_role(
     needs = history_needs(config, current_round, events)
     input_text = input_text[:MAX_INPUT_CHARS]
 
-    # Round trip 2 (PostgreSQL; one statement each on SQLite): everything else.
-    window, monologues, stubs, pins, lore, summaries, changes = run_all(
+    # Round trip 2 (PostgreSQL; one statement each on SQLite): everything else. The
+    # caches' stamp first: on SQLite every later read is then at least as new as it.
+    window_read = _window_read(experiment_id, viewer, needs, backlog, created_at, last_seq)
+    changes, window, monologues, stubs, pins, lore, summaries = run_all(
         [
-            *_turn_queries(experiment_id, viewer, role, needs),
+            # The caches' stamp (none while an import waits for its term rows).
+            None
+            if backlog
+            else packs.turn_change_count_query(experiment_id=experiment_id, viewer=viewer),
+            window_read.query,
+            _monologue_query(experiment_id, viewer, role, needs),
             packs.whisper_stub_query(
                 experiment_id=experiment_id,
                 viewer=viewer,
@@ -148,18 +163,8 @@ def pack_input_for_role(
             packs.newest_summary_query(
                 experiment_id=experiment_id, viewer=viewer, own_key=audience_key((role,))
             ),
-            # The postings cache's stamp (none while an import waits for its term rows).
-            packs.turn_change_count_query(experiment_id=experiment_id, viewer=viewer)
-            if needs.retrieval_candidates and not backlog
-            else None,
         ]
     )
-    if monologues:
-        seen = {row[0] for row in window}
-        window = window + [row for row in monologues if row[0] not in seen]
-    views = [adapters.turn_view_row(row, dm_roles) for row in window]
-    views.extend(adapters.stub_view_row(row, dm_roles) for row in stubs)
-    loaded = [view for view in views if view.content]
     stamp = None
     if not backlog:
         stamp = postings_cache.Stamp(
@@ -169,6 +174,13 @@ def pack_input_for_role(
             changes=changes[0][0] if changes else 0,
             last_seq=last_seq,
         )
+    window = window_cache.finish(window_read, window, stamp)
+    if monologues:
+        seen = {row[0] for row in window}
+        window = window + [row for row in monologues if row[0] not in seen]
+    views = [adapters.turn_view_row(row, dm_roles) for row in window]
+    views.extend(adapters.stub_view_row(row, dm_roles) for row in stubs)
+    loaded = [view for view in views if view.content]
     hits, around = _ranked_retrieval(
         experiment_id,
         viewer,
@@ -264,25 +276,29 @@ def _events_query(experiment_id: int) -> Query:
     return Query(compiled, {"experiment": experiment_id})
 
 
-def _turn_queries(experiment_id: int, viewer: Viewer, role: str, needs) -> list[Query | None]:
-    """The window (or everything, for ``full_history``) and the role's own monologues."""
+def _window_read(experiment_id: int, viewer: Viewer, needs, backlog: bool, created_at, last_seq):
+    """The window's read (`window_cache`), or everything for ``full_history``."""
     if needs.full:
-        return [packs.all_turn_query(experiment_id=experiment_id, viewer=viewer), None]
-    window = packs.window_turn_query(
+        everything = packs.all_turn_query(experiment_id=experiment_id, viewer=viewer)
+        return window_cache.WindowRead(query=everything, full=everything)
+    if backlog:  # no stamp: read in full, keep nothing
+        return window_cache.window_read(experiment_id=experiment_id, viewer=viewer, needs=needs)
+    return window_cache.window_read(
         experiment_id=experiment_id,
         viewer=viewer,
-        from_round=needs.from_round,
-        hinge_from_round=needs.hinge_from_round,
-        last_turns=needs.last_turns,
+        needs=needs,
+        created_at=created_at,
+        last_seq=last_seq,
     )
-    monologues = (
-        packs.own_monologue_query(
-            experiment_id=experiment_id, viewer=viewer, speaker=role, count=needs.monologue_count
-        )
-        if needs.monologue_count
-        else None
+
+
+def _monologue_query(experiment_id: int, viewer: Viewer, role: str, needs) -> Query | None:
+    """The role's own newest monologues (none for ``full_history``: it reads them all)."""
+    if needs.full or not needs.monologue_count:
+        return None
+    return packs.own_monologue_query(
+        experiment_id=experiment_id, viewer=viewer, speaker=role, count=needs.monologue_count
     )
-    return [window, monologues]
 
 
 def _ranked_retrieval(

@@ -8,6 +8,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from campaigns.models import Experiment, Turn
+from campaigns.reads import packs
 from campaigns.reads.selectors import is_editor
 from campaigns.services import live_turns
 from campaigns.services.memory import commands as memory_commands
@@ -142,9 +143,12 @@ def turn_create(
         content_limit=max_content_chars(locked.config),
     )
     last = locked.turns.aggregate(seq=Max("seq"), round=Max("round"))
+    # Past a deleted newest turn's seq too: the pack's caches take every turn past the
+    # seqs they have seen for an append (`packs.newest_logged_seq`).
+    newest = max(last["seq"] or 0, packs.newest_logged_seq(locked.pk))
     turn = Turn.objects.create(
         experiment=locked,
-        seq=(last["seq"] or 0) + 1,
+        seq=newest + 1,
         needs_review=needs_review,
         held_at=timezone.now() if held else None,
         **cleaned,

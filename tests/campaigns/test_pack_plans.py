@@ -9,7 +9,7 @@ from django.db import connection
 
 from campaigns import bench
 from campaigns.models import Experiment
-from campaigns.reads import precompiled, search, selectors
+from campaigns.reads import precompiled, search, selectors, window_cache
 from campaigns.services import transcripts
 from campaigns.services.context import pack_for_role
 from context_engine.types import STRATEGIES
@@ -64,6 +64,27 @@ def test_no_generic_plan_of_a_pack_reads_every_turn(campaign, monkeypatch, strat
     pack_for_role(experiment=campaign.pk, role=role, input_text=INPUT, use_cache=False)
 
     assert statements
+    for sql, params in statements:
+        plan = _generic_plan(sql, params)
+        assert "Seq Scan on campaigns_turn" not in plan, plan
+
+
+def test_the_read_of_turns_appended_since_a_kept_window_walks_an_index(campaign, monkeypatch):
+    """With a kept window (`window_cache`) round trip 2 reads only the readable turns past
+    its newest seq: that generic plan, too, walks the (experiment, seq) index."""
+    from types import SimpleNamespace
+
+    # The test's transaction stands in for committed rows: let the cache keep the window.
+    monkeypatch.setattr(window_cache, "connection", SimpleNamespace(in_atomic_block=False))
+    window_cache.clear()
+    try:
+        pack_for_role(experiment=campaign.pk, role="Thorin", input_text=INPUT, use_cache=False)
+        statements = _recorded_statements(monkeypatch)
+        pack_for_role(experiment=campaign.pk, role="Thorin", input_text=INPUT, use_cache=False)
+        assert window_cache.stats["kept"] == 1
+    finally:
+        window_cache.clear()
+    assert any('"campaigns_turn"."seq" BETWEEN' in sql for sql, _ in statements)
     for sql, params in statements:
         plan = _generic_plan(sql, params)
         assert "Seq Scan on campaigns_turn" not in plan, plan

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from campaigns.models import SearchBacklog, Turn
-from campaigns.reads import hit_cache, packs, postings_cache, search
+from campaigns.reads import hit_cache, packs, postings_cache, search, window_cache
 from campaigns.reads.selectors import OMNISCIENT, Viewer
 from campaigns.services.context import pack_for_role
 from tests.campaigns.test_turn_terms import (
@@ -62,9 +62,11 @@ steps = st.lists(
 def _empty_cache():
     postings_cache.clear()
     hit_cache.clear()
+    window_cache.clear()
     yield
     postings_cache.clear()
     hit_cache.clear()
+    window_cache.clear()
 
 
 def stamp(experiment, viewer: Viewer) -> postings_cache.Stamp:
@@ -129,9 +131,10 @@ def _low_insert(experiment, content: str, audience) -> None:
 
 
 def _append(experiment, content: str, kind: str, audience, round_number: int = 1) -> None:
-    """A turn at the next seq, written with its kind, audience and round (no later
-    update)."""
+    """A turn at the next seq (as `turns.turn_create` gives it: past a deleted newest
+    turn's too), written with its kind, audience and round (no later update)."""
     last = Turn.objects.filter(experiment=experiment).aggregate(seq=Max("seq"))["seq"] or 0
+    last = max(last, packs.newest_logged_seq(experiment.pk))
     Turn.objects.create(
         experiment=experiment,
         seq=last + 1,
@@ -222,6 +225,26 @@ def test_a_write_to_a_turn_a_viewer_cannot_read_leaves_its_entries_alone():
     assert stamp(experiment, cassia).changes == cassia_before + 3  # old, new; then gone
 
 
+def test_a_turn_appended_after_the_newest_was_deleted_is_read():
+    """A deleted newest turn's seq is not given again: had it been, a turn appended
+    after a hidden newest turn was deleted would sit at a seq the cache had seen, and
+    its postings would be missed (the viewer's count does not move for a hidden turn)."""
+    experiment = make_experiment(roles=ROLES)
+    make_turn(experiment, content="salt lantern")
+    hidden = make_turn(
+        experiment, speaker="DM", kind="whisper", content="oath", visibility=["Cassia"]
+    )
+    thorin = Viewer(role="Thorin")
+    cached(experiment, thorin, ["salt"])
+    Turn.objects.filter(pk=hidden.pk).delete()
+    added = make_turn(experiment, content="salt gate")
+
+    assert added.seq == hidden.seq + 1
+    found = cached(experiment, thorin, ["salt"])
+    assert found == fresh(experiment, thorin, ["salt"])
+    assert added.pk in [row[0] for row in found["salt"]]
+
+
 def test_a_write_to_a_readable_turn_reads_the_word_again():
     experiment = make_experiment(roles=ROLES)
     turn = make_turn(experiment, content="salt lantern")
@@ -252,8 +275,8 @@ def test_reads_inside_a_transaction_store_nothing():
 
 
 def test_packs_built_with_held_postings_are_the_packs_built_afresh():
-    """End to end: after writes of every kind, each role's pack from warm postings and
-    hit caches is the pack built with both emptied."""
+    """End to end: after writes of every kind, each role's pack from warm postings, hit
+    and window caches is the pack built with all three emptied."""
     experiment = make_experiment(roles=ROLES)
     facts = ("The salt road runs to the ember gate.", "Thorin swears the salt oath.")
     for round_number in range(1, 25):
@@ -275,11 +298,14 @@ def test_packs_built_with_held_postings_are_the_packs_built_afresh():
     Turn.objects.filter(pk=note.pk).update(content="salt oath ember")
     held_before = postings_cache.stats["words_held"] + postings_cache.stats["words_read"]
     hits_before = hit_cache.stats["hits_held"]
+    windows_before = window_cache.stats["kept"]
     warm = all_packs()
     assert postings_cache.stats["words_held"] + postings_cache.stats["words_read"] > held_before
     assert hit_cache.stats["hits_held"] > hits_before
+    assert window_cache.stats["kept"] > windows_before
     postings_cache.clear()
     hit_cache.clear()
+    window_cache.clear()
     cold = all_packs()
     assert warm == cold
     assert any(section.name == "retrieval" and section.items for section in cold[1].sections)

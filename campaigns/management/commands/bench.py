@@ -29,7 +29,7 @@ from campaigns.management.commands.bench_context import (
 )
 from campaigns.management.commands.bench_import import import_numbers
 from campaigns.models import Experiment
-from campaigns.reads import hit_cache, postings_cache
+from campaigns.reads import hit_cache, postings_cache, window_cache
 
 
 class _Rollback(Exception):
@@ -46,6 +46,7 @@ def _pack_medians(size: int, repeats: int) -> tuple[float, float, float, float]:
     slowly. Inside a caller's transaction (a test) it is rolled back instead."""
     postings_cache.clear()
     hit_cache.clear()
+    window_cache.clear()
     if connection.in_atomic_block:
         try:
             with transaction.atomic():
@@ -64,6 +65,7 @@ def _pack_medians(size: int, repeats: int) -> tuple[float, float, float, float]:
         Experiment.objects.filter(pk=experiment.pk).delete()
         postings_cache.clear()
         hit_cache.clear()
+        window_cache.clear()
 
 
 def _measured(experiment, repeats: int) -> tuple[float, float, float, float]:
