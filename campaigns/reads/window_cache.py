@@ -10,9 +10,9 @@ since (`packs.turns_after_query`), from which the new window follows.
 Exact, under the postings cache's stamp (`postings_cache`): while the viewer's count of
 the logged changes it may read stands, its readable turns change only by appends, which
 come past every seq ever given (`packs.newest_logged_seq`). Then the window's bounds only
-move up — a later first round, a
-later hinge round, a later Nth-newest transcript turn — so every row of the new window is
-a kept row or an appended one, and the Nth-newest transcript turn is found among them.
+move up — a later first round, a later hinge round, a later Nth-newest transcript turn —
+so every row of the new window is a kept row or an appended one, and the Nth-newest
+transcript turn is found among them.
 A bound that moved down (a command that widens the window), a count that moved, or more
 than `MAX_APPENDED` turns appended reads the window in full. The count is read before the
 window (`context.pack_input_for_role`): rows read after it are never older than it, so a
