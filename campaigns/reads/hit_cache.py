@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from django.db import connection
 
 from campaigns.reads.packs import TURN_COLUMNS
-from campaigns.reads.postings_cache import Stamp, database_key
+from campaigns.reads.postings_cache import Stamp, database_key, keep_bounded
 
 MAX_HITS = 4096  # (experiment, viewer, neighbours, hit) entries, each a few rows
 
@@ -92,7 +92,8 @@ def hit_rows(
         fresh, whole = _entries_from(read(missing), stamp, neighbours)
         held.update(fresh)
         if not connection.in_atomic_block:
-            _store({(*base, hit): fresh[hit] for hit in whole})
+            with _lock:
+                keep_bounded(_entries, {(*base, hit): fresh[hit] for hit in whole}, MAX_HITS)
     found = [hit for hit in wanted if hit in held]
     rows = [(1, *held[hit].row) for hit in found]
     hits = set(found)
@@ -130,15 +131,6 @@ def _entries_from(
         if len(around) == len(named):
             whole.add(hit)
     return entries, whole
-
-
-def _store(kept: dict[tuple, _Entry]) -> None:
-    with _lock:
-        _entries.update(kept)
-        for key in kept:
-            _entries.move_to_end(key)
-        while len(_entries) > MAX_HITS:
-            _entries.popitem(last=False)
 
 
 def clear() -> None:

@@ -122,12 +122,18 @@ def postings(
             kept[(*base, word)] = _Entry(stamp.changes, stamp.last_seq, older)
     if kept:
         with _lock:
-            _entries.update(kept)
-            for key in kept:
-                _entries.move_to_end(key)
-            while len(_entries) > MAX_WORDS:
-                _entries.popitem(last=False)
+            keep_bounded(_entries, kept, MAX_WORDS)
     return found
+
+
+def keep_bounded(entries: OrderedDict, kept: dict, limit: int) -> None:
+    """Add ``kept`` to ``entries`` as the most recently used, and drop the least recently
+    used past ``limit`` (the pack caches' store; call under the cache's lock)."""
+    entries.update(kept)
+    for key in kept:
+        entries.move_to_end(key)
+    while len(entries) > limit:
+        entries.popitem(last=False)
 
 
 def database_key() -> tuple:

@@ -33,7 +33,7 @@ from django.db import connection
 
 from campaigns.models import Turn
 from campaigns.reads import packs
-from campaigns.reads.postings_cache import Stamp, database_key
+from campaigns.reads.postings_cache import Stamp, database_key, keep_bounded
 from campaigns.reads.precompiled import Query
 
 MAX_WINDOWS = 256  # (experiment, viewer, shape) entries, each a window's rows
@@ -148,10 +148,7 @@ def finish(read: WindowRead, rows: list[tuple], stamp: Stamp | None) -> list[tup
         kept = tuple(row for row in window if row[_SEQ] <= stamp.last_seq)
         entry = _Entry(stamp.changes, stamp.last_seq, read.bounds, transcript_from, kept)
         with _lock:
-            _entries[read.key] = entry
-            _entries.move_to_end(read.key)
-            while len(_entries) > MAX_WINDOWS:
-                _entries.popitem(last=False)
+            keep_bounded(_entries, {read.key: entry}, MAX_WINDOWS)
     return window
 
 

@@ -22,11 +22,12 @@ from campaigns.reads.packs import TURN_COLUMNS
 from campaigns.reads.selectors import Viewer
 from tests.campaigns.test_postings_cache import (
     HIDDEN,
+    HIDDEN_WRITES,
     VIEWERS,
     _append,
-    _apply_to,
     _low_insert,
     stamp,
+    write_hidden,
 )
 from tests.campaigns.test_turn_terms import AUDIENCES, KINDS, ROLES, _apply, texts
 from tests.factories import make_experiment, make_turn
@@ -224,17 +225,7 @@ def test_reads_inside_a_transaction_store_nothing():
     assert near[0][TURN_COLUMNS.index("content")] == "salt 1"
 
 
-hidden_steps = st.lists(
-    st.one_of(
-        st.tuples(st.just("low"), texts, st.sampled_from(HIDDEN)),
-        st.tuples(st.just("edit"), st.integers(0, 20), texts),
-        st.tuples(st.just("audience"), st.integers(0, 20), st.sampled_from(HIDDEN)),
-        st.tuples(st.just("hold"), st.integers(0, 20), st.booleans()),
-        st.tuples(st.just("delete"), st.integers(0, 20)),
-    ),
-    min_size=1,
-    max_size=12,
-)
+hidden_steps = st.lists(st.one_of(*HIDDEN_WRITES), min_size=1, max_size=12)
 
 
 @settings(
@@ -258,14 +249,7 @@ def test_writes_a_viewer_cannot_read_never_make_it_read_its_hits_again(script):
     stored = Turn.objects.filter(experiment=experiment)
     readable = set(stored.exclude(kind="whisper").values_list("pk", flat=True))
     for step in script:
-        name, *args = step
-        if name == "low":
-            _low_insert(experiment, *args)
-        else:
-            hidden = Turn.objects.filter(experiment=experiment).exclude(pk__in=readable)
-            found = list(hidden.order_by("seq"))
-            if found:
-                _apply_to(found[args[0] % len(found)], name, args[1:])
+        write_hidden(experiment, step, readable)
     reader = Reader(experiment, thorin, 2)
     assert cached(experiment, thorin, ids, neighbours=2, reader=reader) == fresh(
         experiment, thorin, ids, neighbours=2

@@ -312,18 +312,33 @@ def test_packs_built_with_held_postings_are_the_packs_built_afresh():
 
 
 HIDDEN = (["Cassia"], ["DM", "Cassia"])  # audiences Thorin does not read
+# Writes to turns Thorin reads neither before nor after (`write_hidden`); each cache's
+# noninterference test draws from these.
+HIDDEN_WRITES = (
+    st.tuples(st.just("low"), texts, st.sampled_from(HIDDEN)),
+    st.tuples(st.just("edit"), st.integers(0, 20), texts),
+    st.tuples(st.just("audience"), st.integers(0, 20), st.sampled_from(HIDDEN)),
+    st.tuples(st.just("hold"), st.integers(0, 20), st.booleans()),
+    st.tuples(st.just("delete"), st.integers(0, 20)),
+)
 hidden_steps = st.lists(
-    st.one_of(
-        st.tuples(st.just("append"), texts, st.sampled_from(HIDDEN)),
-        st.tuples(st.just("low"), texts, st.sampled_from(HIDDEN)),
-        st.tuples(st.just("edit"), st.integers(0, 20), texts),
-        st.tuples(st.just("audience"), st.integers(0, 20), st.sampled_from(HIDDEN)),
-        st.tuples(st.just("hold"), st.integers(0, 20), st.booleans()),
-        st.tuples(st.just("delete"), st.integers(0, 20)),
-    ),
+    st.one_of(st.tuples(st.just("append"), texts, st.sampled_from(HIDDEN)), *HIDDEN_WRITES),
     min_size=1,
     max_size=12,
 )
+
+
+def write_hidden(experiment, step, readable: set[int]) -> None:
+    """One of `HIDDEN_WRITES`: a low insert of a hidden turn, or a write to a turn not in
+    ``readable`` (picked by the step's index among them)."""
+    name, *args = step
+    if name == "low":
+        _low_insert(experiment, *args)
+        return
+    hidden = Turn.objects.filter(experiment=experiment).exclude(pk__in=readable)
+    turns = list(hidden.order_by("seq"))
+    if turns:
+        _apply_to(turns[args[0] % len(turns)], name, args[1:])
 
 
 @settings(
@@ -345,16 +360,10 @@ def test_writes_a_viewer_cannot_read_never_make_it_read_its_postings_again(scrip
     before = stamp(experiment, thorin)
     readable = set(Turn.objects.filter(experiment=experiment).values_list("pk", flat=True))
     for step in script:
-        name, *args = step
-        if name == "append":
-            _append(experiment, args[0], "whisper", args[1])
-        elif name == "low":
-            _low_insert(experiment, *args)
+        if step[0] == "append":
+            _append(experiment, step[1], "whisper", step[2])
         else:
-            hidden = Turn.objects.filter(experiment=experiment).exclude(pk__in=readable)
-            turns = list(hidden.order_by("seq"))
-            if turns:
-                _apply_to(turns[args[0] % len(turns)], name, args[1:])
+            write_hidden(experiment, step, readable)
     after = stamp(experiment, thorin)
     assert after.changes == before.changes
     reader = Reader(experiment, thorin)

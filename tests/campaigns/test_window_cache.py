@@ -21,11 +21,11 @@ from context_engine.types import HistoryNeeds
 from tests.campaigns.test_hit_cache import _write, writes
 from tests.campaigns.test_postings_cache import (
     HIDDEN,
+    HIDDEN_WRITES,
     VIEWERS,
     _append,
-    _apply_to,
-    _low_insert,
     stamp,
+    write_hidden,
 )
 from tests.campaigns.test_turn_terms import ROLES
 from tests.factories import make_experiment, make_turn
@@ -163,17 +163,7 @@ def test_reads_inside_a_transaction_store_nothing():
     assert window_cache.stats == {"kept": 0, "read": 2}
 
 
-hidden_steps = st.lists(
-    st.one_of(
-        st.tuples(st.just("low"), st.sampled_from(("salt", "")), st.sampled_from(HIDDEN)),
-        st.tuples(st.just("edit"), st.integers(0, 20), st.sampled_from(("salt", "oath"))),
-        st.tuples(st.just("audience"), st.integers(0, 20), st.sampled_from(HIDDEN)),
-        st.tuples(st.just("hold"), st.integers(0, 20), st.booleans()),
-        st.tuples(st.just("delete"), st.integers(0, 20)),
-    ),
-    min_size=1,
-    max_size=12,
-)
+hidden_steps = st.lists(st.one_of(*HIDDEN_WRITES), min_size=1, max_size=12)
 
 
 @settings(
@@ -199,14 +189,8 @@ def test_writes_a_viewer_cannot_read_never_make_it_read_its_window_again(script)
         .exclude(kind="whisper")
         .values_list("pk", flat=True)
     )
-    for name, *args in script:
-        if name == "low":
-            _low_insert(experiment, *args)
-        else:
-            hidden = Turn.objects.filter(experiment=experiment).exclude(pk__in=readable)
-            found = list(hidden.order_by("seq"))
-            if found:
-                _apply_to(found[args[0] % len(found)], name, args[1:])
+    for step in script:
+        write_hidden(experiment, step, readable)
     window_cache.stats.update(kept=0, read=0)
     assert cached(experiment, thorin, RECENT) == fresh(experiment, thorin, RECENT)
     assert window_cache.stats == {"kept": 1, "read": 0}
