@@ -26,8 +26,27 @@ from context_engine.types import Pack, PackInput
 
 MAX_ENTRIES = 1024
 
+
+class _Key:
+    """A key that hashes its value once: an input holds hundreds of turns, and hashing
+    them is a tenth of a pack cache hit (a tuple's hash is not kept, and a lookup, a
+    store and the LRU's reordering would each hash it again)."""
+
+    __slots__ = ("hash", "value")
+
+    def __init__(self, value: tuple):
+        self.value = value
+        self.hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Key) and self.hash == other.hash and self.value == other.value
+
+
 _lock = threading.Lock()
-_entries: OrderedDict[tuple, Pack] = OrderedDict()
+_entries: OrderedDict[_Key, Pack] = OrderedDict()
 stats = {"hits": 0, "misses": 0}
 
 
@@ -36,8 +55,7 @@ def get_or_build(
 ) -> Pack:
     """The cached pack for this input, or ``build(pack_input)`` stored under it."""
     try:
-        key = (experiment_id, pack_input.role, pack_input)
-        hash(key)
+        key = _Key((experiment_id, pack_input.role, pack_input))
     except TypeError:  # pragma: no cover - an unhashable input: build, never guess a key
         return build(pack_input)
     with _lock:

@@ -5,7 +5,8 @@ lines a pack shares with the previous one are not encoded again. The sum must be
 number tiktoken gives for the whole text, whatever the text: packs are held to their
 budget by these counts. Hypothesis throws texts at it made of what moves cl100k_base's
 piece boundaries — letters next to spaces, runs of spaces and newlines, punctuation,
-digits, apostrophes (contractions), tabs, carriage returns, non-ASCII letters, emoji.
+digits, apostrophes (contractions), tabs, carriage returns, non-ASCII letters, combining
+marks, emoji. `tokens.count_joined` counts a section line by line, and must agree too.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 from context_engine import tokens
 
 ALPHABET = [
-    *"abcXYZ  \n\n\t\r.,!?'’\"-()…0123456789éßΩ中😀\u00a0",
+    *"abcXYZ  \n\n\t\r.,!?'’\"-()…0123456789éßΩ中😀\u00a0\u0301",
     "'s",
     "'ll",
     " the",
@@ -67,3 +68,39 @@ def test_a_long_text_without_a_cut_is_counted_whole_and_not_kept():
     before = tokens._count_cached.cache_info().currsize
     assert tokens._count_long(text) == encode(text)
     assert tokens._count_cached.cache_info().currsize == before
+
+
+@settings(max_examples=400)
+@given(st.lists(texts, max_size=12))
+def test_a_text_is_its_lines_and_counts_as_their_counts_with_newlines(lines):
+    text = "\n".join(lines)
+    parts = tokens.lines_of(text)
+    assert "\n".join(parts) == text
+    counts = [encode(part + "\n") for part in parts[:-1]] + [encode(parts[-1])]
+    assert sum(counts) == encode(text)
+
+
+@settings(max_examples=100)
+@given(st.lists(texts, min_size=2, max_size=8), st.sampled_from(ALPHABET))
+def test_lines_after_whitespace_or_punctuation_count_exactly(lines, edge):
+    # The joins the sum relies on, forced: every line ends with ``edge``.
+    text = "\n".join(line + edge for line in lines)
+    text *= tokens.CACHED_TEXT_CHARS // max(len(text), 1) + 2  # counted a line at a time
+    assert tokens.count(text) == encode(text)
+
+
+def test_a_line_led_by_whitespace_or_empty_joins_the_line_before():
+    assert tokens.lines_of("a\n b\n\nc\n") == ["a\n b\n", "c\n"]
+
+
+def test_a_section_with_a_new_last_line_encodes_it_and_the_line_before_only():
+    lines = [f"[R{i}] Thorin (action): I light lantern {i} by the gate, slowly." for i in range(80)]
+    section = "\n".join(["## Recent events", *lines])
+    assert len(section) > tokens.CACHED_TEXT_CHARS
+    assert tokens.count(section) == encode(section)
+    before = tokens._count_line_cached.cache_info()
+    moved = "\n".join(["## Recent events", *lines[1:], "[R80] Cassia (action): I close it."])
+    assert tokens.count(moved) == encode(moved)
+    after = tokens._count_line_cached.cache_info()
+    assert after.misses - before.misses == 1  # the old last line, now with its newline
+    assert after.hits - before.hits == len(lines) - 1  # the header and lines 1 to 78
