@@ -26,6 +26,10 @@ still uses them (its own appends come past the seq; its own changes move its sta
 Nothing is stored while the experiment's import waits for its term rows (`SearchBacklog`).
 Keyed by the experiment's creation time too: ids a test database reuses are other
 experiments. Per process and bounded (`MAX_WORDS`, least recently used out).
+
+It also keeps each ranking made under a stamp (`ranked`: the best turns' ids for a
+query): the same stamp gives the same postings, so the same ranking, and a pack built
+again with nothing appended and nothing the viewer reads changed ranks nothing again.
 """
 
 from __future__ import annotations
@@ -40,9 +44,10 @@ from django.db import connection
 
 from campaigns.reads.search import ALL_SEQS
 from campaigns.reads.selectors import Viewer
-from context_engine.ranking import DF_CAP
+from context_engine.ranking import DF_CAP, Query
 
 MAX_WORDS = 2048  # (experiment, viewer, word) entries, each at most DF_CAP postings
+MAX_RANKINGS = 1024  # (experiment, viewer, stamp, query) rankings, each a few ids
 
 Posting = tuple[int, int, int]  # (turn id, seq, tokens), newest first
 
@@ -69,7 +74,8 @@ class _Entry:
 
 _lock = threading.Lock()
 _entries: OrderedDict[tuple, _Entry] = OrderedDict()
-stats = {"words_held": 0, "words_read": 0, "reads": 0}
+_rankings: OrderedDict[tuple, tuple[int, ...]] = OrderedDict()
+stats = {"words_held": 0, "words_read": 0, "reads": 0, "rankings_held": 0}
 
 
 def postings(
@@ -84,11 +90,53 @@ def postings(
     words this cache does not hold up to ``stamp.last_seq``, or not at all. (The loader
     gives no stamp, and reads without the cache, while an import's turns wait for their
     term rows.)"""
+    return _postings(stamp, words, read)[0]
+
+
+def ranked(
+    stamp: Stamp,
+    query: Query,
+    limit: int,
+    read: Callable[[list[str], list[int]], dict[str, list[Posting]]],
+    rank: Callable[[dict[str, Sequence[Posting]]], list[int]],
+) -> list[int]:
+    """``rank(postings(stamp, query.words, read))``: the ids of the ``limit`` best turns
+    for ``query``, kept per stamp. Under one stamp a word's postings are the same
+    (`postings`), so its ranking is too: a pack built again with nothing appended and
+    nothing the viewer reads changed (a pack cache hit builds its input too) ranks
+    nothing and reads nothing. Kept only when no posting is past the stamp's newest seq
+    (a turn appended while the pack read), and only outside transactions."""
+    key = (database_key(), *_stamp_key(stamp), query, limit)
+    with _lock:
+        ids = _rankings.get(key)
+        if ids is not None:
+            _rankings.move_to_end(key)
+            stats["rankings_held"] += 1
+            return list(ids)
+    found, settled = _postings(stamp, query.words, read)
+    ids = rank(found)
+    if settled and not connection.in_atomic_block:
+        with _lock:
+            keep_bounded(_rankings, {key: tuple(ids)}, MAX_RANKINGS)
+    return ids
+
+
+def _stamp_key(stamp: Stamp) -> tuple:
+    return (stamp.experiment_id, stamp.created_at, stamp.viewer, stamp.changes, stamp.last_seq)
+
+
+def _postings(
+    stamp: Stamp,
+    words: Sequence[str],
+    read: Callable[[list[str], list[int]], dict[str, list[Posting]]],
+) -> tuple[dict[str, Sequence[Posting]], bool]:
+    """`postings`, and whether none of them is past ``stamp.last_seq``."""
     base = (database_key(), stamp.experiment_id, stamp.created_at, stamp.viewer)
     found: dict[str, Sequence[Posting]] = {}
     held: dict[str, _Entry] = {}
     wanted: list[str] = []
     since: list[int] = []
+    settled = True  # no posting past stamp.last_seq (a later pack's entry can hold one)
     with _lock:
         for word in dict.fromkeys(words):
             entry = _entries.get((*base, word))
@@ -96,6 +144,9 @@ def postings(
                 _entries.move_to_end((*base, word))
                 if entry.last_seq >= stamp.last_seq:
                     found[word] = entry.postings
+                    settled = settled and not (
+                        entry.postings and entry.postings[0][1] > stamp.last_seq
+                    )
                     continue
                 held[word] = entry
                 since.append(entry.last_seq)
@@ -106,7 +157,7 @@ def postings(
         stats["words_read"] += len(wanted)
         stats["reads"] += bool(wanted)
     if not wanted:
-        return found
+        return found, settled
     fresh = read(wanted, since)
     keep = not connection.in_atomic_block
     kept: dict[tuple, _Entry] = {}
@@ -115,15 +166,18 @@ def postings(
         entry = held.get(word)
         rows = new if entry is None else [*new, *entry.postings][:DF_CAP]
         found[word] = rows
+        # Newest first: only the first few can be past the pack's newest seq (matches
+        # appended since the pack began). They are not kept: read again, past it, next time.
+        past = 0
+        while past < len(rows) and rows[past][1] > stamp.last_seq:
+            past += 1
+        settled = settled and not past
         if keep:
-            # Only what is at or below the pack's newest seq: later matches (appended
-            # since the pack began) are read again, past it, next time.
-            older = tuple(row for row in rows if row[1] <= stamp.last_seq)
-            kept[(*base, word)] = _Entry(stamp.changes, stamp.last_seq, older)
+            kept[(*base, word)] = _Entry(stamp.changes, stamp.last_seq, tuple(rows[past:]))
     if kept:
         with _lock:
             keep_bounded(_entries, kept, MAX_WORDS)
-    return found
+    return found, settled
 
 
 def keep_bounded(entries: OrderedDict, kept: dict, limit: int) -> None:
@@ -143,8 +197,9 @@ def database_key() -> tuple:
 
 
 def clear() -> None:
-    """Forget every word's postings (tests, benchmarks)."""
+    """Forget every word's postings and every ranking (tests, benchmarks)."""
     with _lock:
         _entries.clear()
+        _rankings.clear()
         for name in stats:
             stats[name] = 0

@@ -314,7 +314,8 @@ def _ranked_retrieval(
     """The retrieval hits, best first, and their neighbours (SPEC §5.8): the postings of
     the query's words from the turns' term rows (one statement; with a ``stamp``, only
     what `postings_cache` does not hold, often nothing), ranked by the engine
-    (`retrieval.ranked_hits`, as the Arena's replay ranks), then the hits' rows with
+    (`retrieval.ranked_hits`, as the Arena's replay ranks; with a ``stamp``, a ranking
+    already made under it is taken as it is), then the hits' rows with
     their neighbours' rows (one statement; with a ``stamp``, only the hits `hit_cache`
     does not hold)."""
     if not needs.retrieval_candidates or not query:
@@ -329,8 +330,13 @@ def _ranked_retrieval(
 
     # Every readable turn ranks, the role's own monologues too (the selectors give a
     # player its own and no other's): an agent's older plans are found when asked for.
-    postings = read(words) if stamp is None else postings_cache.postings(stamp, words, read)
-    ids = ranked_hits(query, postings, needs.retrieval_candidates)
+    limit = needs.retrieval_candidates
+    if stamp is None:
+        ids = ranked_hits(query, read(words), limit)
+    else:
+        ids = postings_cache.ranked(
+            stamp, query, limit, read, lambda postings: ranked_hits(query, postings, limit)
+        )
     if not ids:
         return (), ()
 

@@ -20,6 +20,8 @@ from campaigns.models import SearchBacklog, Turn
 from campaigns.reads import hit_cache, packs, postings_cache, search, window_cache
 from campaigns.reads.selectors import OMNISCIENT, Viewer
 from campaigns.services.context import pack_for_role
+from context_engine.ranking import make_query
+from context_engine.retrieval import ranked_hits
 from tests.campaigns.test_turn_terms import (
     AUDIENCES,
     KINDS,
@@ -107,6 +109,24 @@ def cached(experiment, viewer: Viewer, words: list[str], reader: Reader | None =
     return {word: list(found[word]) for word in words}
 
 
+def ranked(experiment, viewer: Viewer, query, reader: Reader | None = None, ranks=None) -> list:
+    """The best 3 turns for ``query``, from the cache's ranking under the viewer's stamp
+    (``ranks``: a list that each ranking actually made is appended to)."""
+
+    def rank(postings):
+        ids = ranked_hits(query, postings, 3)
+        if ranks is not None:
+            ranks.append(ids)
+        return ids
+
+    reader = reader or Reader(experiment, viewer)
+    return postings_cache.ranked(stamp(experiment, viewer), query, 3, reader, rank)
+
+
+def ranked_afresh(experiment, viewer: Viewer, query) -> list:
+    return ranked_hits(query, Reader(experiment, viewer)(query.words), 3)
+
+
 def fresh(experiment, viewer: Viewer, words: list[str]) -> dict:
     found = Reader(experiment, viewer)(list(dict.fromkeys(words)))
     return {word: list(found[word]) for word in words}
@@ -162,6 +182,9 @@ def test_cached_postings_are_what_a_fresh_read_gives(script):
             if SearchBacklog.objects.filter(experiment=experiment).exists():
                 continue  # the loader reads afresh then (no stamp)
             assert cached(experiment, viewer, words) == fresh(experiment, viewer, words)
+            query = make_query(" ".join(words))
+            if query:
+                assert ranked(experiment, viewer, query) == ranked_afresh(experiment, viewer, query)
         elif name == "append":
             _append(experiment, *args)
         elif name == "low":
@@ -274,6 +297,66 @@ def test_reads_inside_a_transaction_store_nothing():
     assert reader.calls == [(["salt"], [search.ALL_SEQS])]
 
 
+def test_a_ranking_under_the_same_stamp_is_not_made_again():
+    experiment = make_experiment(roles=ROLES)
+    for content in ("salt lantern", "the oath", "salt gate", "ember gate"):
+        make_turn(experiment, content=content)
+    thorin, query = Viewer(role="Thorin"), make_query("salt gate")
+    ranks: list = []
+    first = ranked(experiment, thorin, query, ranks=ranks)
+    reader = Reader(experiment, thorin)
+    assert ranked(experiment, thorin, query, reader, ranks) == first
+    assert len(ranks) == 1 and reader.calls == []
+    assert ranked(experiment, thorin, make_query("ember"), ranks=ranks)  # another query ranks
+    assert len(ranks) == 2
+
+    make_turn(experiment, content="salt gate ember")  # a new stamp: ranked again
+    again = ranked(experiment, thorin, query, ranks=ranks)
+    assert len(ranks) == 3
+    assert again == ranked_afresh(experiment, thorin, query) != first
+
+
+def test_an_edit_to_a_readable_turn_ranks_again():
+    experiment = make_experiment(roles=ROLES)
+    turn = make_turn(experiment, content="salt lantern")
+    make_turn(experiment, content="ember gate")
+    thorin, query = Viewer(role="Thorin"), make_query("salt")
+    assert ranked(experiment, thorin, query) == [turn.pk]
+
+    Turn.objects.filter(pk=turn.pk).update(content="lantern")  # the newest seq stays
+    assert ranked(experiment, thorin, query) == ranked_afresh(experiment, thorin, query) == []
+
+
+def test_a_ranking_that_saw_a_turn_past_its_stamp_is_not_kept():
+    """A turn appended while the pack read (past the seq its stamp holds) may be among
+    the postings: that ranking is not the stamp's, and is made again next time."""
+    experiment = make_experiment(roles=ROLES)
+    make_turn(experiment, content="salt lantern")
+    thorin, query = Viewer(role="Thorin"), make_query("salt")
+    before = stamp(experiment, thorin)
+    make_turn(experiment, content="salt oath")
+    ranks: list = []
+
+    def rank(postings):
+        ranks.append(ranked_hits(query, postings, 3))
+        return ranks[-1]
+
+    for _ in range(2):
+        postings_cache.ranked(before, query, 3, Reader(experiment, thorin), rank)
+    assert len(ranks) == 2 and len(ranks[0]) == 2
+
+
+def test_a_ranking_inside_a_transaction_is_not_kept():
+    experiment = make_experiment(roles=ROLES)
+    make_turn(experiment, content="salt lantern")
+    thorin, query = Viewer(role="Thorin"), make_query("salt")
+    ranks: list = []
+    with transaction.atomic():
+        ranked(experiment, thorin, query, ranks=ranks)
+    ranked(experiment, thorin, query, ranks=ranks)
+    assert len(ranks) == 2
+
+
 def test_packs_built_with_held_postings_are_the_packs_built_afresh():
     """End to end: after writes of every kind, each role's pack from warm postings, hit
     and window caches is the pack built with all three emptied."""
@@ -301,6 +384,9 @@ def test_packs_built_with_held_postings_are_the_packs_built_afresh():
     windows_before = window_cache.stats["kept"]
     warm = all_packs()
     assert postings_cache.stats["words_held"] + postings_cache.stats["words_read"] > held_before
+    rankings_before = postings_cache.stats["rankings_held"]
+    assert all_packs() == warm  # nothing changed: every ranking is the one kept
+    assert postings_cache.stats["rankings_held"] > rankings_before
     assert hit_cache.stats["hits_held"] > hits_before
     assert window_cache.stats["kept"] > windows_before
     postings_cache.clear()
