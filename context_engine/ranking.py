@@ -114,7 +114,17 @@ def make_query(
     ``zipf(word)`` (optional) is a word's general frequency; context words at or above
     `CONTEXT_COMMON_ZIPF` are left out, so only what is particular to the scene joins.
     ``names`` (participant roles) are weighted down wherever they appear.
+
+    Kept per process (a pure function of its arguments): the pack loader and the engine
+    both make each pack's query, and a pack built again makes the same one.
     """
+    return _make_query(input_text, tuple(context_texts), tuple(names), zipf)
+
+
+@lru_cache(maxsize=1024)
+def _make_query(
+    input_text: str, context_texts: tuple[str, ...], names: tuple[str, ...], zipf
+) -> Query:
     low_names = {stem(n.lower()) for name in names for n in _WORD.findall(name.lower())}
     chosen: dict[str, QueryTerm] = {}
 

@@ -43,8 +43,10 @@ def count(text: str) -> int:
     and then looked up. Encoding a 50,000-turn pack's recent and retrieval sections whole
     cost ~4 ms a pack; cutting each into segments, ~1 ms after a new turn.
     """
-    if not text:
-        return 0
+    return _count(text) if text else 0
+
+
+def _count(text: str) -> int:
     if len(text) <= CACHED_TEXT_CHARS:
         return _count_cached(text)
     if len(text) <= LONG_CACHED_TEXT_CHARS:
@@ -74,7 +76,7 @@ def _count_long(text: str) -> int:
         return counter(text)
     chunks = lines_of(text)
     if len(chunks) > 1:
-        return sum(map(_count_line, chunks[:-1])) + count(chunks[-1])
+        return sum(map(_count_line, chunks[:-1])) + _count(chunks[-1])
     # One line: in segments. A segment is short unless its lines hold no
     # letter-space-letter: such a one is counted but not kept (the cache holds short texts).
     return sum(
@@ -110,7 +112,7 @@ def _count_line(line: str) -> int:
     """``count(line + "\n")`` (short lines kept, as `count` keeps short texts)."""
     if len(line) < CACHED_TEXT_CHARS:
         return _count_line_cached(line)
-    return count(line + "\n")
+    return _count(line + "\n")
 
 
 @lru_cache(maxsize=16384)
