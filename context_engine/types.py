@@ -73,6 +73,34 @@ class TurnView:
     hinge: bool = False
     tokens: int = 0  # cached count from the database; 0 means "count it"
 
+    # A pack hashes its few hundred turns several times (the engine's per-turn caches, the
+    # pack cache's key), and the loader hands it the same instances from pack to pack:
+    # each keeps its hash. The hash of a str differs between processes, so a pickled
+    # turn leaves it behind.
+    def __hash__(self) -> int:
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            value = hash(
+                (
+                    self.id,
+                    self.seq,
+                    self.round,
+                    self.speaker,
+                    self.kind,
+                    self.content,
+                    self.visibility,
+                    self.tags,
+                    self.hinge,
+                    self.tokens,
+                )
+            )
+            object.__setattr__(self, "_hash", value)
+            return value
+
+    def __getstate__(self) -> dict:
+        return {name: value for name, value in self.__dict__.items() if name != "_hash"}
+
 
 @dataclass(frozen=True)
 class ParticipantView:
