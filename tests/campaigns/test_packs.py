@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from campaigns.models import LoreEntry, Turn
-from campaigns.reads import packs, selectors
+from campaigns.reads import adapters, packs, search, selectors
 from campaigns.reads.precompiled import run_all
 from campaigns.services.experiments import participant_create
 from tests.factories import make_experiment
@@ -185,3 +185,27 @@ def test_reads_batched_into_one_round_trip_return_exactly_the_rows_of_each_state
     assert batched == one_each
     live = sum(query is not None for query in queries)
     assert len(captured) == (1 if connection.vendor == "postgresql" else live)
+
+
+def test_every_statement_reads_json_columns_as_text_as_sqlite_does():
+    """A row is the same tuple on both vendors: JSON columns as their text, also where
+    PostgreSQL sends rows in binary (the hits' statement), so rows are hashable and the
+    row views memoised by row (`adapters.turn_view_row`) are built once."""
+    experiment = _campaign(
+        [(1, "DM", "whisper", ["Thorin"], False), (1, "Thorin", "action", None, False)], []
+    )
+    Turn.objects.filter(experiment=experiment, seq=1).update(tags=["omen"])
+    viewer = selectors.viewer_for_role(experiment=experiment, role="Thorin")
+    turn_ids = list(
+        Turn.objects.filter(experiment=experiment).order_by("seq").values_list("pk", flat=True)
+    )
+
+    hits = search.hit_query(
+        experiment_id=experiment.pk, viewer=viewer, hit_ids=turn_ids[:1], neighbours=1
+    ).rows()
+    window = packs.all_turn_query(experiment_id=experiment.pk, viewer=viewer).rows()
+
+    hit = next(row[1:11] for row in hits if row[0])
+    assert (hit[6], hit[7]) == ('["Thorin"]', '["omen"]')
+    assert [(row[6], row[7]) for row in window] == [('["Thorin"]', '["omen"]'), (None, "[]")]
+    assert adapters.turn_view_row(hit) is adapters.turn_view_row(window[0])
