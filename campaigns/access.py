@@ -18,7 +18,7 @@ from django.core.exceptions import ValidationError
 from rest_framework.exceptions import NotFound, PermissionDenied
 
 from campaigns.models import Experiment, Invitation, Job, LoreEntry, TranscriptUpload, Turn
-from campaigns.reads import selectors
+from campaigns.reads import numbering, selectors
 from campaigns.reads.selectors import UnknownRole, Viewer
 
 # Largest id the databases store (signed 64-bit); anything bigger cannot exist.
@@ -84,7 +84,7 @@ def reading_viewer(access: Access, as_role: str | None) -> Viewer:
 def get_lore_for(access: Access, viewer: Viewer, lid: object) -> LoreEntry:
     """A lore entry of the experiment that ``viewer`` may read, else 404."""
     # A reader who does not read everything knows entries by position (`shown_lore`).
-    entry = selectors.lore_at(
+    entry = numbering.lore_at(
         experiment=access.experiment, viewer=viewer, shown_id=parse_id(lid, what="Lore entry")
     )
     if entry is None:
@@ -234,12 +234,12 @@ def can_fix_turns(access: Access) -> bool:
 
 
 def get_turn_for(access: Access, viewer: Viewer, tid: object) -> Turn:
-    """A turn ``viewer`` reads, by the number they were shown (`selectors.shown_turns`:
+    """A turn ``viewer`` reads, by the number they were shown (`numbering.shown_turns`:
     the id for an omniscient reader, else the position in their own stream), else 404 —
     the same 404 for a hidden turn as for none."""
     number = parse_id(tid, what="Turn")
-    if selectors.numbers_are_positions(viewer):
-        turn = selectors.turn_at_position(
+    if numbering.numbers_are_positions(viewer):
+        turn = numbering.turn_at_position(
             experiment=access.experiment, viewer=viewer, position=number
         )
     else:

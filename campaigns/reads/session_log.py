@@ -23,7 +23,7 @@ from django.template.loader import render_to_string
 from django.utils.text import slugify
 
 from campaigns.models import Experiment, LoreEntry, Participant, Summary, Turn
-from campaigns.reads import selectors
+from campaigns.reads import numbering, selectors
 from campaigns.reads.selectors import OMNISCIENT, UnknownRole, Viewer
 
 FORMATS = ("md", "html")
@@ -43,7 +43,7 @@ KIND_LABELS = {
 
 @dataclass(frozen=True)
 class LogTurn:
-    number: int  # as the viewer is shown it (`selectors.shown_turns`)
+    number: int  # as the viewer is shown it (`numbering.shown_turns`)
     speaker: str
     kind: str
     label: str  # "action", "whisper to DM", "GM note", …
@@ -128,7 +128,7 @@ def session_log_for(*, experiment: Experiment, viewer: Viewer) -> SessionLog:
         .filter(held_at__isnull=True)
         .only("id", "seq", "round", "speaker", "kind", "content", "visibility")
     )
-    selectors.shown_turns(experiment=experiment, viewer=viewer, turns=turns)
+    numbering.shown_turns(experiment=experiment, viewer=viewer, turns=turns)
     rounds = tuple(
         LogRound(round=number, turns=tuple(_log_turn(turn) for turn in group))
         for number, group in groupby(

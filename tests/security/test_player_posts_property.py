@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from campaigns.models import LoreEntry
-from campaigns.reads import selectors
+from campaigns.reads import numbering, selectors
 from campaigns.services.context import pack_for_role
 from campaigns.services.experiments import experiment_create, participant_create
 from campaigns.services.lore import lore_create
@@ -157,7 +157,7 @@ def test_a_players_posts_change_only_what_they_address(
                 # The id a player is shown is the turn's position in their own stream.
                 thorin = selectors.viewer_for_role(experiment=experiment, role="Thorin")
                 accepted.append(
-                    selectors.turn_at_position(
+                    numbering.turn_at_position(
                         experiment=experiment, viewer=thorin, position=response.json()["id"]
                     )
                 )

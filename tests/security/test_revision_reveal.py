@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from campaigns.models import Turn
-from campaigns.reads import selectors
+from campaigns.reads import numbering, selectors
 from tests.factories import make_turn, make_user
 
 pytestmark = pytest.mark.django_db
@@ -82,7 +82,7 @@ def test_those_who_read_the_old_text_keep_its_history(edited_then_revealed, camp
     # The co-DM reads the note under its place in their own readable stream (issue 23,
     # finding 5), not its database id.
     viewer = selectors.viewer_for_user(experiment=campaign, user=co_dm)
-    (shown,) = selectors.shown_turns(
+    (shown,) = numbering.shown_turns(
         experiment=campaign, viewer=viewer, turns=[edited_then_revealed]
     )
     single = browser(co_dm).get(f"/campaigns/{campaign.pk}/notes/{shown.shown_id}/", **HX)

@@ -18,7 +18,7 @@ from campaigns.models import LORE_FIELDS, LoreEntry
 
 
 class LoreSerializer(serializers.ModelSerializer):
-    """``id`` is what the reader is shown (`selectors.shown_lore`): for a reader who does
+    """``id`` is what the reader is shown (`numbering.shown_lore`): for a reader who does
     not read everything, the entry's position among the entries they read."""
 
     id = serializers.IntegerField(source="shown_id", read_only=True)

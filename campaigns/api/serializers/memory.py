@@ -14,7 +14,7 @@ from campaigns.models import ContextEvent, Job, Summary
 
 
 class SummarySerializer(serializers.ModelSerializer):
-    """Numbers as the reader is shown them (`selectors.shown_summaries`): positions in
+    """Numbers as the reader is shown them (`numbering.shown_summaries`): positions in
     their own readable summaries and turns unless they read everything."""
 
     id = serializers.IntegerField(source="shown_id", read_only=True)

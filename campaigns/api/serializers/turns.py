@@ -19,7 +19,7 @@ from campaigns.models import Turn, TurnRevision, VisibilityChange
 
 
 class TurnSerializer(serializers.ModelSerializer):
-    """``id`` and ``seq`` are what the reader is shown (`selectors.shown_turns`): for a
+    """``id`` and ``seq`` are what the reader is shown (`numbering.shown_turns`): for a
     reader who does not read everything, both are the turn's position in their own
     readable stream (global counters would count the turns hidden from them)."""
 

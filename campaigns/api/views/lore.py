@@ -11,7 +11,7 @@ from campaigns.access import get_experiment_for, get_lore_for, reading_viewer
 from campaigns.api.examples import LORE_EXAMPLES
 from campaigns.api.serializers import LoreCreateSerializer, LoreSerializer, LoreUpdateSerializer
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
-from campaigns.reads import selectors
+from campaigns.reads import numbering, selectors
 from campaigns.services.lore import lore_create, lore_update
 
 LORE_ID = OpenApiParameter("lid", OpenApiTypes.INT, OpenApiParameter.PATH, description="Entry id.")
@@ -28,7 +28,7 @@ class LoreListView(ApiView):
         viewer = reading_viewer(access, request.query_params.get("as"))
         entries = selectors.lore_visible_to(experiment=access.experiment, viewer=viewer)
         page = self.paginate_queryset(entries.order_by("term", "id"))
-        page = selectors.shown_lore(experiment=access.experiment, viewer=viewer, entries=page)
+        page = numbering.shown_lore(experiment=access.experiment, viewer=viewer, entries=page)
         return self.get_paginated_response(LoreSerializer(page, many=True).data)
 
     @extend_schema(
@@ -51,7 +51,7 @@ class LoreDetailView(ApiView):
     def get(self, request, id, lid):
         access = get_experiment_for(request.user, id)
         viewer = reading_viewer(access, request.query_params.get("as"))
-        (entry,) = selectors.shown_lore(
+        (entry,) = numbering.shown_lore(
             experiment=access.experiment, viewer=viewer, entries=[get_lore_for(access, viewer, lid)]
         )
         return Response(LoreSerializer(entry).data)

@@ -24,7 +24,7 @@ from campaigns.api.serializers import (
     SummarySerializer,
 )
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
-from campaigns.reads import selectors
+from campaigns.reads import numbering, selectors
 from campaigns.reads.numbering import pack_shown_to
 from campaigns.services.context import pack_for_role
 from campaigns.services.memory import run_command
@@ -44,7 +44,7 @@ class SummaryListView(ApiView):
         viewer = reading_viewer(access, request.query_params.get("as"))
         summaries = selectors.summaries_visible_to(experiment=access.experiment, viewer=viewer)
         page = self.paginate_queryset(summaries.order_by("kind", "audience_key", "-version", "id"))
-        page = selectors.shown_summaries(
+        page = numbering.shown_summaries(
             experiment=access.experiment, viewer=viewer, summaries=page
         )
         return self.get_paginated_response(SummarySerializer(page, many=True).data)

@@ -32,7 +32,7 @@ from campaigns.api.serializers import (
 from campaigns.api.serializers.base import MAX_ROUND
 from campaigns.api.views.base import AS_ROLE, EXPERIMENT_ID, ApiView, validated
 from campaigns.models import Turn
-from campaigns.reads import selectors
+from campaigns.reads import numbering, selectors
 from campaigns.services.relay import human_turn_create
 from campaigns.services.reveals import turn_reveal
 from campaigns.services.turn_fixes import step_regenerate_start, turn_edit
@@ -82,7 +82,7 @@ class TurnListView(ApiView):
         )
         turns = selectors.turns_visible_to(experiment=access.experiment, viewer=viewer)
         page = self.paginate_queryset(turns.filter(**filters).order_by("seq"))
-        page = selectors.shown_turns(experiment=access.experiment, viewer=viewer, turns=page)
+        page = numbering.shown_turns(experiment=access.experiment, viewer=viewer, turns=page)
         return self.get_paginated_response(TurnSerializer(page, many=True).data)
 
     @extend_schema(
@@ -99,7 +99,7 @@ class TurnListView(ApiView):
             user=request.user,
             **data,
         )
-        (turn,) = selectors.shown_turns(
+        (turn,) = numbering.shown_turns(
             experiment=access.experiment, viewer=access.viewer, turns=[turn]
         )
         return Response(TurnSerializer(turn).data, status=status.HTTP_201_CREATED)
@@ -138,7 +138,7 @@ def _detailed(access, viewer, turn):
             experiment=access.experiment, viewer=viewer, turn_ids=[turn.pk]
         )
     )
-    (turn,) = selectors.shown_turns(experiment=access.experiment, viewer=viewer, turns=[turn])
+    (turn,) = numbering.shown_turns(experiment=access.experiment, viewer=viewer, turns=[turn])
     return turn
 
 

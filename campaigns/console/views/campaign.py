@@ -26,7 +26,7 @@ from campaigns.console.forms import (
 from campaigns.console.views.base import INVALID, campaign_context, login_required, page
 from campaigns.console.views.run import run_panel_context
 from campaigns.models import Job, Turn
-from campaigns.reads import selectors
+from campaigns.reads import numbering, selectors
 from campaigns.services import relay
 from campaigns.services.memory.retrieval import RETRIEVAL_COMMANDS, retrieval_run
 from campaigns.services.relay import human_turn_create
@@ -119,10 +119,10 @@ def timeline(*, experiment, viewer, params) -> dict:
         turns = turns.filter(speaker=speaker)
         filters["speaker"] = speaker
     # ``before`` is a number the reader was shown: for one who does not read everything,
-    # a position in their own stream (`selectors.turn_positions`), turned back into a seq.
+    # a position in their own stream (`numbering.turn_positions`), turned back into a seq.
     before = _int(params.get("before"))
-    if before and selectors.numbers_are_positions(viewer):
-        at = selectors.turn_at_position(experiment=experiment, viewer=viewer, position=before)
+    if before and numbering.numbers_are_positions(viewer):
+        at = numbering.turn_at_position(experiment=experiment, viewer=viewer, position=before)
         before = at.seq if at is not None else None
     page_turns = turns.filter(seq__lt=before) if before else turns
     rows = list(page_turns.order_by("-seq")[: PAGE_SIZE + 1])
@@ -134,7 +134,7 @@ def timeline(*, experiment, viewer, params) -> dict:
         experiment=experiment, viewer=viewer, filters=filters, low=low, high=before
     )
     items = sorted([*rows, *stubs], key=lambda item: item.seq) if stubs else rows
-    rows = selectors.shown_turns(experiment=experiment, viewer=viewer, turns=rows)
+    rows = numbering.shown_turns(experiment=experiment, viewer=viewer, turns=rows)
     return {
         "turns": items,
         "more": more,
@@ -284,7 +284,7 @@ def _round_status(access, viewer, ctx) -> dict:
         .first()
     )
     if newest is not None:  # as the reader is shown it: a global seq counts hidden turns
-        newest = selectors.turn_positions(
+        newest = numbering.turn_positions(
             experiment=access.experiment, viewer=viewer, seqs=[newest]
         )[newest]
     waiting = ctx.get("waiting") or {}

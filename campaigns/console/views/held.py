@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 from campaigns.console import access as console_access
 from campaigns.console.forms import HeldEditForm, attach_errors
 from campaigns.console.views.base import INVALID, campaign_context, login_required, page
-from campaigns.reads import selectors
+from campaigns.reads import numbering, selectors
 from campaigns.services.holds import held_turn_discard, held_turn_edit, held_turn_publish
 
 TEMPLATE = "campaigns/console/held.html"
@@ -76,7 +76,7 @@ def _context(access, *, turns=None, notice=""):
             )
         ]
     # Numbered as the reviewer reads the timeline (a seated DM: positions, not seqs).
-    ctx["held"] = selectors.shown_turns(
+    ctx["held"] = numbering.shown_turns(
         experiment=access.experiment, viewer=access.viewer, turns=turns
     )
     ctx["notice"] = notice
@@ -97,8 +97,8 @@ def _after(request, access, notice: str):
 
 
 def _shown_seq(access, turn) -> int:
-    """The number the reviewer knows this turn by (see `selectors.shown_turns`)."""
-    (shown,) = selectors.shown_turns(
+    """The number the reviewer knows this turn by (see `numbering.shown_turns`)."""
+    (shown,) = numbering.shown_turns(
         experiment=access.experiment, viewer=access.viewer, turns=[turn]
     )
     return shown.shown_seq

@@ -25,7 +25,7 @@ from campaigns.console.forms import (
 )
 from campaigns.console.views.base import INVALID, campaign_context, login_required, page
 from campaigns.models import LoreEntry, LoreRevision
-from campaigns.reads import selectors
+from campaigns.reads import numbering, selectors
 from campaigns.services.lore import lore_create, lore_update
 from campaigns.services.lore_editor import lore_bulk_status, lore_merge
 
@@ -85,7 +85,7 @@ def _entries(experiment, viewer, params, tabs=TABS):
     entries = entries.order_by(*order).prefetch_related(
         Prefetch("source_turns", queryset=sources, to_attr="visible_sources")
     )
-    entries = selectors.shown_lore(
+    entries = numbering.shown_lore(
         experiment=experiment, viewer=viewer, entries=entries[:PAGE_LIMIT]
     )
     return entries, {"tab": tab, "q": q, "sort": sort}
@@ -176,7 +176,7 @@ def _entry_context(access, entry, *, form=None):
     ctx = campaign_context(access, access.viewer, active="console:lore")
     sources = selectors.turns_visible_to(experiment=access.experiment, viewer=access.viewer)
     entry.visible_sources = list(sources.filter(lore_entries=entry).only("id", "seq", "round"))
-    selectors.shown_lore(experiment=access.experiment, viewer=access.viewer, entries=[entry])
+    numbering.shown_lore(experiment=access.experiment, viewer=access.viewer, entries=[entry])
     ctx["entry"] = entry
     ctx["editor"] = access.can_edit
     ctx["entry_form"] = form
@@ -256,7 +256,7 @@ def entry_history(request, pk, lid):
     viewer, as_role = console_access.viewer_for(request, access)
     entry = console_access.get_lore_for(access, viewer, lid)
     ctx = campaign_context(access, viewer, as_role=as_role, active="console:lore")
-    selectors.shown_lore(experiment=access.experiment, viewer=viewer, entries=[entry])
+    numbering.shown_lore(experiment=access.experiment, viewer=viewer, entries=[entry])
     ctx["entry"] = entry
     ctx["revisions"] = revision_rows(entry)
     return page(request, "campaigns/console/lore_history.html", ctx, partial="history")

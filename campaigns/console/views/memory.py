@@ -14,7 +14,7 @@ from campaigns.access import parse_id
 from campaigns.console import access as console_access
 from campaigns.console.views.base import INVALID, campaign_context, login_required, page
 from campaigns.models import Job, Summary
-from campaigns.reads import selectors
+from campaigns.reads import numbering, selectors
 from campaigns.services.memory import summary_restore
 
 TEMPLATE = "campaigns/console/memory.html"
@@ -37,7 +37,7 @@ def digest_lines(experiment, viewer) -> list[Line]:
         .order_by("kind", "audience_key", "-version")
         .defer("source_turn_ids")
     )
-    summaries = selectors.shown_summaries(
+    summaries = numbering.shown_summaries(
         experiment=experiment, viewer=viewer, summaries=summaries, sources=False
     )
     for summary in summaries:
@@ -54,9 +54,9 @@ def _summary(access, viewer, sid) -> Summary:
         summary_id = parse_id(sid, what="Digest")
     except Exception:
         raise Http404("Digest not found.") from None
-    # ``sid`` is the number the reader was shown (`selectors.shown_summaries`).
+    # ``sid`` is the number the reader was shown (`numbering.shown_summaries`).
     readable = selectors.summaries_visible_to(experiment=access.experiment, viewer=viewer)
-    summary = selectors.row_at_position(readable, viewer, summary_id)
+    summary = numbering.row_at_position(readable, viewer, summary_id)
     if summary is None:
         raise Http404("Digest not found.")
     return summary

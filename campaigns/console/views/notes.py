@@ -16,7 +16,7 @@ from campaigns.console import access as console_access
 from campaigns.console.forms import NoteEditForm, NoteForm, attach_errors
 from campaigns.console.views.base import INVALID, campaign_context, login_required, page
 from campaigns.models import Turn, TurnRevision
-from campaigns.reads import selectors
+from campaigns.reads import numbering, selectors
 from campaigns.services.notes import note_create, note_delete, note_update
 
 TEMPLATE = "campaigns/console/notes.html"
@@ -35,7 +35,7 @@ def _notes(experiment, viewer):
         revisions.setdefault(revision.turn_id, []).append(revision)
     for note in notes:
         note.revision_list = revisions.get(note.pk, [])
-    return selectors.shown_turns(experiment=experiment, viewer=viewer, turns=notes)
+    return numbering.shown_turns(experiment=experiment, viewer=viewer, turns=notes)
 
 
 def _note(access, viewer, tid) -> Turn:
@@ -43,10 +43,10 @@ def _note(access, viewer, tid) -> Turn:
         note_id = parse_id(tid, what="Note")
     except Exception:
         raise Http404("Note not found.") from None
-    # ``tid`` is the number the reader was shown (`selectors.shown_turns`): the id for
+    # ``tid`` is the number the reader was shown (`numbering.shown_turns`): the id for
     # an omniscient reader, else the note's position in the reader's own stream.
-    if selectors.numbers_are_positions(viewer):
-        note = selectors.turn_at_position(
+    if numbering.numbers_are_positions(viewer):
+        note = numbering.turn_at_position(
             experiment=access.experiment, viewer=viewer, position=note_id
         )
     else:
@@ -62,7 +62,7 @@ def _note(access, viewer, tid) -> Turn:
             experiment=access.experiment, viewer=viewer, turn_ids=[note.pk]
         )
     )
-    (note,) = selectors.shown_turns(experiment=access.experiment, viewer=viewer, turns=[note])
+    (note,) = numbering.shown_turns(experiment=access.experiment, viewer=viewer, turns=[note])
     return note
 
 

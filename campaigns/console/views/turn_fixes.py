@@ -19,7 +19,7 @@ from campaigns.console import access as console_access
 from campaigns.console.forms import TurnEditForm, attach_errors
 from campaigns.console.views.base import INVALID, login_required
 from campaigns.models import Job
-from campaigns.reads import selectors
+from campaigns.reads import numbering, selectors
 from campaigns.services import relay
 from campaigns.services.turn_fixes import regenerable_ids, step_regenerate_start, turn_edit
 
@@ -39,7 +39,7 @@ def _row(request, access, turn, *, status=200, **extra):
         )
     )
     turn.regenerable = turn.pk in regenerable_ids(experiment=access.experiment, turns=[turn])
-    (turn,) = selectors.shown_turns(
+    (turn,) = numbering.shown_turns(
         experiment=access.experiment, viewer=access.viewer, turns=[turn]
     )
     ctx = {

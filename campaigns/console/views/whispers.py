@@ -12,7 +12,7 @@ from campaigns.console import access as console_access
 from campaigns.console.forms import WhisperForm, attach_errors
 from campaigns.console.views.base import INVALID, campaign_context, login_required, page
 from campaigns.models import Turn
-from campaigns.reads import selectors
+from campaigns.reads import numbering, selectors
 from campaigns.services.relay import human_turn_create
 
 TEMPLATE = "campaigns/console/whispers.html"
@@ -50,7 +50,7 @@ def threads_for(*, experiment, viewer) -> list[Thread]:
         thread.turns.append(turn)
         if len(thread.turns) > THREAD_TURNS:
             thread.turns.pop(0)
-    selectors.shown_turns(
+    numbering.shown_turns(
         experiment=experiment,
         viewer=viewer,
         turns=[turn for thread in threads.values() for turn in thread.turns],

@@ -17,16 +17,11 @@ from django.db import transaction
 from django.db.models import Max
 
 from campaigns.models import Experiment, LoreEntry, RetrievalPin, Turn
+from campaigns.reads.numbering import shown_lore, shown_turns
 from campaigns.reads.packs import pin_id_query, pin_id_rows
 from campaigns.reads.precompiled import json_value
 from campaigns.reads.search import search_turns
-from campaigns.reads.selectors import (
-    Viewer,
-    lore_visible_to,
-    shown_lore,
-    shown_turns,
-    turns_visible_to,
-)
+from campaigns.reads.selectors import Viewer, lore_visible_to, turns_visible_to
 from context_engine.commands import RETRIEVAL_COMMANDS
 from context_engine.memory import merge_key
 from context_engine.memory._text import clip_words
@@ -42,7 +37,7 @@ _RANGE = re.compile(r"^\s*(\d{1,6})\s*(?:\.\.|–|-)?\s*(\d{1,6})?\s*$")
 
 def _turn(turn: Turn) -> dict:
     return {
-        "id": turn.shown_id,  # as the reader is shown it (`selectors.shown_turns`)
+        "id": turn.shown_id,  # as the reader is shown it (`numbering.shown_turns`)
         "seq": turn.shown_seq,
         "round": turn.round,
         "speaker": turn.speaker,
@@ -53,7 +48,7 @@ def _turn(turn: Turn) -> dict:
 
 def _lore(entry: LoreEntry) -> dict:
     return {
-        "id": entry.shown_id,  # as the reader is shown it (`selectors.shown_lore`)
+        "id": entry.shown_id,  # as the reader is shown it (`numbering.shown_lore`)
         "term": entry.term,
         "category": entry.category,
         "definition": entry.definition,

@@ -9,7 +9,7 @@ from itertools import groupby
 import pytest
 
 from campaigns.models import Job, RoundStep, Turn
-from campaigns.reads import selectors
+from campaigns.reads import numbering, selectors
 from campaigns.services.relay.common import HUMAN_ANSWERS
 
 pytestmark = pytest.mark.django_db
@@ -88,7 +88,7 @@ def test_the_human_players_post_resumes_the_round_to_the_end(
     shown = response.json()["id"]
     assert shown == response.json()["seq"]
     viewer = selectors.viewer_for_role(experiment=human_thorin, role="Thorin")
-    at = selectors.turn_at_position(experiment=human_thorin, viewer=viewer, position=shown)
+    at = numbering.turn_at_position(experiment=human_thorin, viewer=viewer, position=shown)
     assert (at.speaker, at.pk) == ("Thorin", thorin["turns"][0])
     assert "waiting" not in job.result
     keys = list(RoundStep.objects.filter(experiment=human_thorin).values_list("step", "speaker"))

@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from campaigns.models import Summary, Turn
-from campaigns.reads import selectors
+from campaigns.reads import numbering, selectors
 from tests.campaigns.console.conftest import HX
 from tests.campaigns.console.matrix import check_get
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 def partial_urls(secrets, persona="owner"):
     """The URLs as ``persona`` is shown them: a player knows lore entries and digests by
-    their position among the ones Thorin reads (`selectors.shown_lore`), not by id."""
+    their position among the ones Thorin reads (`numbering.shown_lore`), not by id."""
     exp = secrets.experiment
     pk = exp.pk
     note = Turn.objects.get(experiment=exp, kind="gm_note")
@@ -25,8 +25,8 @@ def partial_urls(secrets, persona="owner"):
     lore_id, thorin_id = lore.pk, thorin.pk
     if persona == "player":
         viewer = selectors.viewer_for_role(experiment=exp, role="Thorin")
-        (lore,) = selectors.shown_lore(experiment=exp, viewer=viewer, entries=[lore])
-        (thorin,) = selectors.shown_summaries(experiment=exp, viewer=viewer, summaries=[thorin])
+        (lore,) = numbering.shown_lore(experiment=exp, viewer=viewer, entries=[lore])
+        (thorin,) = numbering.shown_summaries(experiment=exp, viewer=viewer, summaries=[thorin])
         lore_id, thorin_id = lore.shown_id, thorin.shown_id
     return {
         "earlier": reverse("console:campaign", args=[pk]) + "?before=6",
