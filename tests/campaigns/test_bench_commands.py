@@ -28,6 +28,34 @@ def test_bench_prints_one_row_per_benchmark_against_its_floor_and_keeps_nothing(
     assert Experiment.objects.count() == 0 and Turn.objects.count() == 0
 
 
+def test_bench_measures_packs_in_alternated_passes_and_shows_each_passs_median():
+    out = StringIO()
+    call_command(
+        "bench", sizes=[16, 40], repeats=1, passes=2, import_turns=30, stdout=out,
+        stderr=StringIO(),
+    )  # fmt: skip
+    lines = out.getvalue().splitlines()
+    assert "medians over 2 alternated passes of 1 packs per role" in lines[0]
+    assert lines[1].split()[-1] == "passes"
+    pack_rows = [line for line in lines if line.startswith(("pack build", "pack, new turn"))]
+    assert len(pack_rows) == 6
+    for line in pack_rows:  # lowest–highest of the two passes, ratios too
+        low, high = line.split()[-1].replace("×", "").split("–")
+        assert float(low) <= float(high)
+    import_row = next(line for line in lines if line.startswith("import "))
+    assert import_row.split()[-1] == "-"  # one measurement, no passes
+
+
+@pytest.mark.parametrize(
+    "options, named",
+    [({"passes": 0}, "--passes"), ({"repeats": 0}, "--repeats"), ({"sizes": [40, 40]}, "--sizes")],
+)
+def test_bench_refuses_passes_repeats_or_sizes_it_cannot_measure(options, named):
+    with pytest.raises(CommandError, match=named):
+        call_command("bench", **{"sizes": [16, 40], **options}, stdout=StringIO())
+    assert Experiment.objects.count() == 0
+
+
 def test_bench_import_reports_throughput_against_tiktoken_and_keeps_nothing():
     out = StringIO()
     call_command("bench_import", turns=30, repeats=1, stdout=out)

@@ -8,15 +8,18 @@ and transcript import; each against its floor —
 a raw indexed fetch of the pack's window (tuples, no ORM) for packs, raw tiktoken on
 the same text for import — with the issue's targets. The packs' campaigns are committed,
 as a live database's are, and the imports timed to their commit; both are deleted
-afterwards, on whatever DATABASE_URL points at. The machine may be shared: compare
-numbers from the same run, not across runs.
+afterwards, on whatever DATABASE_URL points at. The machine may be shared: the pack
+rows are measured in alternated passes over both sizes (`--passes`), their medians pool
+every pass, and a last column shows each pass's own median, lowest to highest — how far
+one run of the same code may move. Compare numbers from the same run, not across runs.
 """
 
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass, field
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
 from django.test.utils import override_settings
 
@@ -36,47 +39,83 @@ class _Rollback(Exception):
     pass
 
 
-def _pack_medians(size: int, repeats: int) -> tuple[float, float, float, float]:
-    """Medians over the five roles: a rebuilt pack, a pack after a new turn, a pack cache
-    hit, and the raw fetch floor.
+@dataclass
+class _Samples:
+    """One campaign size's samples (ms), pooled over the passes, and each pass's medians."""
 
-    The campaign is committed (on PostgreSQL vacuumed), as a live database holds it, and
-    deleted afterwards, untimed: the postings cache keeps only what committed reads gave
-    (`postings_cache`), and PostgreSQL reads a transaction's own uncommitted rows more
-    slowly. Inside a caller's transaction (a test) it is rolled back instead."""
-    postings_cache.clear()
-    hit_cache.clear()
-    window_cache.clear()
+    build: list[float] = field(default_factory=list)
+    fresh: list[float] = field(default_factory=list)
+    hit: list[float] = field(default_factory=list)
+    floor: list[float] = field(default_factory=list)
+    passes: list[tuple[float, float]] = field(default_factory=list)  # (build, fresh) medians
+
+    def medians(self) -> tuple[float, float, float, float]:
+        return tuple(statistics.median(s) for s in (self.build, self.fresh, self.hit, self.floor))
+
+
+def _pack_samples(sizes: list[int], repeats: int, passes: int) -> dict[int, _Samples]:
+    """Each size's samples over ``passes`` alternated passes (the sizes measured in turn,
+    the order reversed every other pass): a shared machine's slow spells fall on both
+    sizes alike instead of on whichever ran during one. Each pass: the same pack rebuilt,
+    a pack cache hit and the raw fetch floor per role, then a pack after a new turn.
+
+    The campaigns are committed (on PostgreSQL vacuumed), as a live database holds them,
+    and deleted afterwards, untimed: the postings cache keeps only what committed reads
+    gave (`postings_cache`), and PostgreSQL reads a transaction's own uncommitted rows
+    more slowly. Inside a caller's transaction (a test) they are rolled back instead."""
+    _clear_caches()
     if connection.in_atomic_block:
         try:
             with transaction.atomic():
-                medians = _measured(bench.create_campaign(size), repeats)
+                campaigns = {size: bench.create_campaign(size) for size in sizes}
+                samples = _measured(campaigns, repeats, passes)
                 raise _Rollback
         except _Rollback:
-            return medians
-    experiment = bench.create_campaign(size)
+            return samples
+    campaigns = {}
     try:
+        for size in sizes:
+            campaigns[size] = bench.create_campaign(size)
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("VACUUM ANALYZE campaigns_turn")
                 cursor.execute("VACUUM ANALYZE campaigns_turn_terms")
-        return _measured(experiment, repeats)
+        return _measured(campaigns, repeats, passes)
     finally:
-        Experiment.objects.filter(pk=experiment.pk).delete()
-        postings_cache.clear()
-        hit_cache.clear()
-        window_cache.clear()
+        Experiment.objects.filter(pk__in=[e.pk for e in campaigns.values()]).delete()
+        _clear_caches()
 
 
-def _measured(experiment, repeats: int) -> tuple[float, float, float, float]:
-    builds, fresh, hits = [], [], []
-    for role in bench.ROLES:
-        builds += build_samples(experiment, role, repeats)[0]
-        hits += hit_samples(experiment, role, repeats)
-    floor = raw_fetch_samples(experiment, repeats * len(bench.ROLES))
-    for role in bench.ROLES:  # last: they add turns
-        fresh += new_turn_samples(experiment, role, repeats)
-    return tuple(statistics.median(samples) for samples in (builds, fresh, hits, floor))
+def _clear_caches() -> None:
+    postings_cache.clear()
+    hit_cache.clear()
+    window_cache.clear()
+
+
+def _measured(campaigns: dict, repeats: int, passes: int) -> dict[int, _Samples]:
+    samples = {size: _Samples() for size in campaigns}
+    for number in range(passes):
+        order = list(campaigns) if number % 2 == 0 else list(reversed(campaigns))
+        for size in order:
+            experiment, pooled = campaigns[size], samples[size]
+            builds, fresh = [], []
+            for role in bench.ROLES:
+                builds += build_samples(experiment, role, repeats)[0]
+                pooled.hit += hit_samples(experiment, role, repeats)
+            pooled.floor += raw_fetch_samples(experiment, repeats * len(bench.ROLES))
+            for role in bench.ROLES:  # last: they add turns
+                fresh += new_turn_samples(experiment, role, repeats, batch=number)
+            pooled.build += builds
+            pooled.fresh += fresh
+            pooled.passes.append((statistics.median(builds), statistics.median(fresh)))
+    return samples
+
+
+def _spread(values: list[float], fmt: str = "{:.2f}") -> str:
+    """Lowest–highest of the passes' values ("-" for a single pass)."""
+    if len(values) < 2:
+        return "-"
+    return f"{fmt.format(min(values))}–{fmt.format(max(values))}"
 
 
 class Command(BaseCommand):
@@ -84,7 +123,16 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--sizes", nargs=2, type=int, default=[1000, 50000])
-        parser.add_argument("--repeats", type=int, default=20, help="Packs per role and size.")
+        parser.add_argument(
+            "--repeats", type=int, default=20, help="Packs per role, size and pass."
+        )
+        parser.add_argument(
+            "--passes",
+            type=int,
+            default=3,
+            help="Alternated passes over the sizes; medians pool them, and the table shows "
+            "the passes' own medians, lowest to highest.",
+        )
         parser.add_argument("--import-turns", type=int, default=24_000)
 
     def handle(self, *args, **options):
@@ -93,67 +141,91 @@ class Command(BaseCommand):
         with override_settings(DEBUG=False):
             self._run(**options)
 
-    def _run(self, *, sizes, repeats, import_turns, **options):
+    def _run(self, *, sizes, repeats, passes, import_turns, **options):
+        if passes < 1 or repeats < 1:
+            raise CommandError("--passes and --repeats must be at least 1.")
+        if len(set(sizes)) != 2 or min(sizes) < 1:
+            raise CommandError("--sizes takes two different campaign sizes of at least 1 turn.")
         vendor = connection.vendor
         if vendor == "postgresql" and not connection.in_atomic_block:
             # VACUUM cannot run in a transaction (the tests call this inside one).
             with connection.cursor() as cursor:
                 cursor.execute("VACUUM ANALYZE campaigns_turn")
         small, large = sizes
-        self.stderr.write(f"pack benchmarks on {vendor} ({small} and {large} turns)…")
-        s_build, s_fresh, _, s_floor = _pack_medians(small, repeats)
-        l_build, l_fresh, l_hit, l_floor = _pack_medians(large, repeats)
+        self.stderr.write(
+            f"pack benchmarks on {vendor} ({small} and {large} turns, {passes} passes)…"
+        )
+        samples = _pack_samples([small, large], repeats, passes)
+        s_build, s_fresh, _, s_floor = samples[small].medians()
+        l_build, l_fresh, l_hit, l_floor = samples[large].medians()
+        s_passes, l_passes = samples[small].passes, samples[large].passes
+        spread = {  # the passes' own medians (ratios: pass by pass), lowest–highest
+            "s_build": _spread([b for b, _ in s_passes]),
+            "l_build": _spread([b for b, _ in l_passes]),
+            "s_fresh": _spread([f for _, f in s_passes]),
+            "l_fresh": _spread([f for _, f in l_passes]),
+            "build_ratio": _spread(
+                [lb / sb for (lb, _), (sb, _) in zip(l_passes, s_passes, strict=True)], "{:.2f}×"
+            ),
+            "fresh_ratio": _spread(
+                [lf / sf for (_, lf), (_, sf) in zip(l_passes, s_passes, strict=True)], "{:.2f}×"
+            ),
+        }
         self.stderr.write(f"import benchmark ({import_turns} turns)…")
         imp = import_numbers(import_turns, 3)
         batch_s = imp["tiktoken_batch_s"]
         rows = [
             ("pack build", f"{small:,} turns", s_build, "raw indexed fetch", s_floor,
-             f"{s_build / s_floor:.0f}×", "≤ 5 ms", s_build <= 5),
+             f"{s_build / s_floor:.0f}×", "≤ 5 ms", s_build <= 5, spread["s_build"]),
             ("pack build", f"{large:,} turns", l_build, "raw indexed fetch", l_floor,
-             f"{l_build / l_floor:.0f}×", "≤ 5 ms", l_build <= 5),
+             f"{l_build / l_floor:.0f}×", "≤ 5 ms", l_build <= 5, spread["l_build"]),
             ("pack build", f"{large:,} vs {small:,}", l_build, f"pack build at {small:,}",
-             s_build, f"{l_build / s_build:.2f}×", "≤ 1.2×", l_build / s_build <= 1.2),
+             s_build, f"{l_build / s_build:.2f}×", "≤ 1.2×", l_build / s_build <= 1.2,
+             spread["build_ratio"]),
             ("pack, new turn", f"{small:,} turns", s_fresh, "raw indexed fetch", s_floor,
-             f"{s_fresh / s_floor:.0f}×", "≤ 5 ms", s_fresh <= 5),
+             f"{s_fresh / s_floor:.0f}×", "≤ 5 ms", s_fresh <= 5, spread["s_fresh"]),
             ("pack, new turn", f"{large:,} turns", l_fresh, "raw indexed fetch", l_floor,
-             f"{l_fresh / l_floor:.0f}×", "≤ 5 ms", l_fresh <= 5),
+             f"{l_fresh / l_floor:.0f}×", "≤ 5 ms", l_fresh <= 5, spread["l_fresh"]),
             ("pack, new turn", f"{large:,} vs {small:,}", l_fresh, f"new turn at {small:,}",
-             s_fresh, f"{l_fresh / s_fresh:.2f}×", "≤ 1.2×", l_fresh / s_fresh <= 1.2),
+             s_fresh, f"{l_fresh / s_fresh:.2f}×", "≤ 1.2×", l_fresh / s_fresh <= 1.2,
+             spread["fresh_ratio"]),
             ("pack cache hit", f"{large:,} turns", l_hit, "raw indexed fetch", l_floor,
-             f"{l_hit / l_floor:.1f}×", "-", None),
+             f"{l_hit / l_floor:.1f}×", "-", None, "-"),
             ("import", f"{imp['turns']:,} turns", imp["import_s"] * 1000, "raw tiktoken",
              imp["tiktoken_s"] * 1000, f"{imp['tiktoken_s'] / imp['import_s']:.0%} of floor",
-             "≥ 50%", imp["tiktoken_s"] / imp["import_s"] >= 0.5),
+             "≥ 50%", imp["tiktoken_s"] / imp["import_s"] >= 0.5, "-"),
         ]  # fmt: skip
         rows.append(  # the process's first: counting helpers still starting, it counts alone
             ("import, first", f"{imp['turns']:,} turns", imp["first_import_s"] * 1000,
              "raw tiktoken", imp["tiktoken_s"] * 1000,
-             f"{imp['tiktoken_s'] / imp['first_import_s']:.0%} of floor", "-", None)
+             f"{imp['tiktoken_s'] / imp['first_import_s']:.0%} of floor", "-", None, "-")
         )  # fmt: skip
         if batch_s is not None:
             rows.append(
                 ("import", f"{imp['turns']:,} turns", imp["import_s"] * 1000,
                  "tiktoken threaded batch", batch_s * 1000,
-                 f"{batch_s / imp['import_s']:.0%} of floor", "-", None)
+                 f"{batch_s / imp['import_s']:.0%} of floor", "-", None, "-")
             )  # fmt: skip
         if imp["indexing_s"] is not None:  # PostgreSQL: the task after the import's commit
             rows.append(
                 ("search indexing", f"{imp['turns']:,} turns", imp["indexing_s"] * 1000,
-                 "background task", imp["indexing_s"] * 1000, "-", "-", None)
+                 "background task", imp["indexing_s"] * 1000, "-", "-", None, "-")
             )  # fmt: skip
         header = (
             f"{'benchmark':<15} {'case':<17} {'median ms':>10}  {'floor':<24} {'floor ms':>9}"
-            f"  {'ratio':<13} {'target':<7} {'met':<3}"
+            f"  {'ratio':<13} {'target':<7} {'met':<3}  {'passes':<13}"
         )
         self.stdout.write(
             f"database: {vendor}; pack build = the uncached pack path (pack cache bypassed, "
-            "every read from the database); medians"
+            f"every read from the database); medians over {passes} alternated passes of "
+            f"{repeats} packs per role; passes = each pass's own median (or ratio), lowest "
+            "to highest"
         )
         self.stdout.write(header)
         self.stdout.write("-" * len(header))
-        for name, case, value, floor, floor_value, ratio, target, met in rows:
+        for name, case, value, floor, floor_value, ratio, target, met, passes_seen in rows:
             verdict = "-" if met is None else ("yes" if met else "NO")
             self.stdout.write(
                 f"{name:<15} {case:<17} {value:>10.2f}  {floor:<24} {floor_value:>9.2f}"
-                f"  {ratio:<13} {target:<7} {verdict:<3}"
+                f"  {ratio:<13} {target:<7} {verdict:<3}  {passes_seen:<13}"
             )

@@ -178,12 +178,14 @@ def build_samples(experiment, role: str, repeats: int):
     return samples, pack
 
 
-def new_turn_samples(experiment, role: str, repeats: int) -> list[float]:
+def new_turn_samples(experiment, role: str, repeats: int, batch: int = 0) -> list[float]:
     """Milliseconds per pack built right after a new turn (`bench.append_turn`, not
     timed): the window has moved on, so its text — and whatever the new turn brings to
     the retrieval query — is new to every cache, as for an agent's pack in play. (A
-    rebuilt pack, `build_samples`, finds its sections' token counts cached.)"""
-    rng = random.Random(f"{experiment.pk}:{role}")
+    rebuilt pack, `build_samples`, finds its sections' token counts cached.) Each
+    ``batch`` appends turns of its own text: a later batch never meets the counts an
+    earlier one cached."""
+    rng = random.Random(f"{experiment.pk}:{role}:{batch}")
     samples = []
     for _ in range(repeats):
         bench.append_turn(experiment, rng)
