@@ -1,8 +1,8 @@
 """The read side: everything that reads rows for a reader, and nothing that writes.
 
-`selectors` decides visibility (in one place); `numbering` gives the numbers a viewer
-is shown (positions in their own readable stream) and `live_channels` the live channels
-a text reaches, both from the selectors' rules; `packs` is the pack loader's precompiled,
+`selectors` decides visibility (in one place: the live channels a text reaches too);
+`numbering` gives the numbers a viewer is shown (positions in their own readable
+stream), counted over the selectors' reads; `packs` is the pack loader's precompiled,
 visibility-filtered SQL built from the selectors' rules; `precompiled` compiles and
 batches those statements; `lookups` registers the `readable_by` lookup the selectors
 filter with; `adapters` turns rows into the engine's frozen dataclasses; `usage` reads

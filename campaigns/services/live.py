@@ -1,10 +1,9 @@
 """Live channels (issue 25 ask 3): what a worker publishes while a model writes, and what
 an SSE connection reads, one channel per audience of a campaign.
 
-The channel keys come from `campaigns.reads.live_channels` (`live_channels_for_audience`
-on the publishing side, `audiences_for_viewer` on the reading side), built on the
-selectors' rules, so the fog of war is decided in the same place as for every other
-read. This module only moves events.
+The channel keys come from `campaigns.reads.selectors` (`live_channels_for_audience` on
+the publishing side, `audiences_for_viewer` on the reading side), so the fog of war is
+decided in the same place as for every other read. This module only moves events.
 
 Two brokers behind one small interface:
 

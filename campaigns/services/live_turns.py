@@ -8,7 +8,7 @@ timeline and round bar at once instead of waiting for a poll. (`turns.turn_creat
 announces every new turn, the relay's too: a page that also got ``stored`` refreshes
 once, `static/js/live.js` coalescing the two.)
 
-Who is told is decided by the selectors (`live_channels.live_channels_for_turn`): the
+Who is told is decided by the selectors (`selectors.live_channels_for_turn`): the
 channels of the turn's audience as it stands when the transaction commits, plus, for a
 change of audience or a removal, the channels of the audience it had (they could read it
 then). Nothing else hears of it — not even a content-free event, since its existence
@@ -28,16 +28,16 @@ from functools import partial
 from django.db import transaction
 
 from campaigns.models import Turn
-from campaigns.reads import live_channels
+from campaigns.reads import selectors
 from campaigns.services import live
 
-OMNISCIENT_CHANNELS = frozenset({live_channels.LIVE_ALL, live_channels.LIVE_OWNER})
+OMNISCIENT_CHANNELS = frozenset({selectors.LIVE_ALL, selectors.LIVE_OWNER})
 
 
 def channels_now(turn: Turn) -> list[str]:
     """The channels of ``turn``'s audience as it stands (before a change, to pass as
     ``before`` to `announce`)."""
-    return live_channels.live_channels_for_turn(turn)
+    return selectors.live_channels_for_turn(turn)
 
 
 def announce(turn: Turn, *, before: Iterable[str] = (), gone: bool = False) -> None:

@@ -2,7 +2,7 @@
 
 ``GET /campaigns/<id>/live/`` (console session; ``?as=ROLE`` for the owner) answers
 ``text/event-stream`` with the drafts of the answers being written, on exactly the live
-channels the viewer reads (`live_channels.audiences_for_viewer`: a player never subscribes
+channels the viewer reads (`selectors.audiences_for_viewer`: a player never subscribes
 to an audience they are not in; ``?as=`` picks that role's channels, nothing more). The
 only async view of the site: under ASGI it waits on the broker without holding a thread;
 under WSGI (the dev server, the tests' live server) the same stream is a blocking
@@ -56,7 +56,7 @@ from django.db import connection
 from django.http import HttpResponse, HttpResponseNotAllowed, StreamingHttpResponse
 
 from campaigns.console import access as console_access
-from campaigns.reads import live_channels
+from campaigns.reads import selectors
 from campaigns.services import live
 
 HEARTBEAT_SECONDS = 15.0
@@ -71,7 +71,7 @@ def _subscription(request, pk) -> tuple[int, list[str]]:
     try:
         access = console_access.experiment_for(request, pk)
         viewer, _as_role = console_access.viewer_for(request, access)
-        return access.experiment.pk, live_channels.audiences_for_viewer(viewer)
+        return access.experiment.pk, selectors.audiences_for_viewer(viewer)
     finally:
         # The stream reads no more rows: a connection held for its whole life (minutes)
         # would be one database connection per open page. (Inside a test's transaction

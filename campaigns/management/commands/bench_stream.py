@@ -38,7 +38,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.test import Client
 
 from campaigns.models import Experiment
-from campaigns.reads import live_channels, selectors
+from campaigns.reads import selectors
 from campaigns.reads.selectors import OWNER
 from campaigns.services import live
 from campaigns.services.experiments import experiment_create, participant_create
@@ -343,7 +343,7 @@ class Command(BaseCommand):
             viewer = (
                 selectors.viewer_for_role(experiment=experiment, role=as_role) if as_role else OWNER
             )
-            mine = set(live_channels.audiences_for_viewer(viewer))
+            mine = set(selectors.audiences_for_viewer(viewer))
             got = page.drafts()
             for stream in streams[experiment.pk]:
                 for draft in stream.drafts.values():

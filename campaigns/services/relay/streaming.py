@@ -4,14 +4,14 @@
 they come (`context_engine.answer_stream`: a part's audience is what the parser will store
 it with; the start of a line is given to no one until its label is known) and publishes
 each part as a *draft* on the live channels of its audience
-(`live_channels.live_channels_for_audience`).
+(`selectors.live_channels_for_audience`).
 
 Guard first: a part meant for more than its speaker goes through the output leak guard
 as it grows (`GuardStream`, the same hidden texts as the stored answer's `OutputGuard`):
 only text the guard has passed is published, so the last few words wait until the guard
 has seen what follows them. When the guard finds a quote, the draft is ``withdrawn`` on
 its channels and never shown there again; its whole text goes, as a new draft marked
-``held``, only to the hold's reviewers (`live_channels.live_channels_for_held`). Parts that
+``held``, only to the hold's reviewers (`selectors.live_channels_for_held`). Parts that
 stay with their speaker (monologues) or that the parser closes for review are not
 guarded, as when they are stored.
 
@@ -40,7 +40,7 @@ import secrets
 from dataclasses import dataclass, field
 
 from campaigns.models import Experiment, Participant
-from campaigns.reads import live_channels
+from campaigns.reads import selectors
 from campaigns.services import live
 from campaigns.services.output_guard import OutputGuard, wider_than_speaker
 from context_engine.answer_stream import AnswerSplit, Part, Text
@@ -146,7 +146,7 @@ class StepStream:
 
     def stored(self, turn_ids: list[int]) -> None:
         """The step is stored: its turns replace the drafts."""
-        omniscient = {live_channels.LIVE_ALL, live_channels.LIVE_OWNER}
+        omniscient = {selectors.LIVE_ALL, selectors.LIVE_OWNER}
         for draft in self.drafts.values():
             pairs = [(draft.id, draft.channels)] if draft.seq and not draft.held_id else []
             if draft.held_id:
@@ -165,7 +165,7 @@ class StepStream:
             self.drafts[event.index] = _Draft(
                 id=_draft_id(),
                 part=event,
-                channels=live_channels.live_channels_for_audience(event.visibility),
+                channels=selectors.live_channels_for_audience(event.visibility),
                 guard=self._guard_for(event),
             )
             return
@@ -220,7 +220,7 @@ class StepStream:
             live.publish(self.campaign, draft.channels, "withdrawn", {"draft_id": draft.id})
         guard = self.guards[draft.part.visibility]
         draft.held_id = _draft_id()
-        draft.held_channels = live_channels.live_channels_for_held(
+        draft.held_channels = selectors.live_channels_for_held(
             guard._review_audience(draft.guard.quotes)
         )
         self._send_held(draft, draft.text)
@@ -256,12 +256,8 @@ def publish_progress(*, experiment_id: int, round_: int, percent: int, message: 
     """The round bar: the round and percent for every page (as `Job.status_line` shows
     them), the job's message for the owner's channel only (`access.job_as_read_by`)."""
     public = {"round": round_, "percent": percent}
-    live.publish(
-        experiment_id, [live_channels.LIVE_ALL, live_channels.LIVE_PUBLIC], "progress", public
-    )
-    live.publish(
-        experiment_id, [live_channels.LIVE_OWNER], "progress", {**public, "message": message}
-    )
+    live.publish(experiment_id, [selectors.LIVE_ALL, selectors.LIVE_PUBLIC], "progress", public)
+    live.publish(experiment_id, [selectors.LIVE_OWNER], "progress", {**public, "message": message})
 
 
 def publish_waiting(*, experiment_id: int, round_: int, role: str) -> None:
@@ -271,7 +267,7 @@ def publish_waiting(*, experiment_id: int, round_: int, role: str) -> None:
     page that refreshes its round bar on it reads "Your turn"."""
     live.publish(
         experiment_id,
-        [live_channels.LIVE_ALL, live_channels.LIVE_PUBLIC],
+        [selectors.LIVE_ALL, selectors.LIVE_PUBLIC],
         "waiting",
         {"round": round_, "role": role},
     )

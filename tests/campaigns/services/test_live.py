@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from campaigns.reads import live_channels
+from campaigns.reads import selectors
 from campaigns.reads.selectors import OWNER, Viewer
 from campaigns.services import live
 from tests.services import redis_reachable, unavailable
@@ -106,17 +106,17 @@ def test_viewers_subscribe_to_disjoint_channels_of_their_own_audiences():
     player = Viewer(role="Cassia")
     dm_seat = Viewer(role="DM", is_dm=True, reviews_held=True)
     judge = Viewer(role="Judge", omniscient=True)
-    assert live_channels.audiences_for_viewer(player) == ["public", "role:Cassia"]
-    assert live_channels.audiences_for_viewer(dm_seat) == ["public", "role:DM", "held:DM"]
-    assert live_channels.audiences_for_viewer(judge) == ["all"]
-    assert live_channels.audiences_for_viewer(OWNER) == ["all", "owner"]
-    whisper = live_channels.live_channels_for_audience(("Cassia", "DM"))
+    assert selectors.audiences_for_viewer(player) == ["public", "role:Cassia"]
+    assert selectors.audiences_for_viewer(dm_seat) == ["public", "role:DM", "held:DM"]
+    assert selectors.audiences_for_viewer(judge) == ["all"]
+    assert selectors.audiences_for_viewer(OWNER) == ["all", "owner"]
+    whisper = selectors.live_channels_for_audience(("Cassia", "DM"))
     assert whisper == ["all", "role:Cassia", "role:DM"]
-    assert live_channels.live_channels_for_audience(None) == ["all", "public"]
+    assert selectors.live_channels_for_audience(None) == ["all", "public"]
     # nobody's subscription overlaps itself on one event: every event reaches a page once
     for viewer in (player, dm_seat, judge, OWNER):
-        mine = set(live_channels.audiences_for_viewer(viewer))
-        for targets in (whisper, live_channels.live_channels_for_audience(None)):
+        mine = set(selectors.audiences_for_viewer(viewer))
+        for targets in (whisper, selectors.live_channels_for_audience(None)):
             assert len(mine & set(targets)) <= 1
 
 

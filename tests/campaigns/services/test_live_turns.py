@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from campaigns.models import Job, Turn
-from campaigns.reads import live_channels
+from campaigns.reads import selectors
 from campaigns.services import live
 from campaigns.services.holds import held_turn_discard, held_turn_publish, turn_hold
 from campaigns.services.notes import note_create, note_delete, note_update
@@ -26,11 +26,11 @@ pytestmark = pytest.mark.django_db
 ROLES = ("DM", "Thorin", "Cassia")
 PLAYERS = ("role:Thorin", "role:Cassia")
 EVERY_CHANNEL = [
-    live_channels.LIVE_ALL,
-    live_channels.LIVE_OWNER,
-    live_channels.LIVE_PUBLIC,
-    *(live_channels.live_role_channel(r) for r in ROLES),
-    *(live_channels.live_held_channel(r) for r in ROLES),
+    selectors.LIVE_ALL,
+    selectors.LIVE_OWNER,
+    selectors.LIVE_PUBLIC,
+    *(selectors.live_role_channel(r) for r in ROLES),
+    *(selectors.live_held_channel(r) for r in ROLES),
 ]
 
 
