@@ -36,12 +36,12 @@ CACHED_TEXT_CHARS = 4000  # short texts recur in every pack (bios, hook, lore): 
 def count(text: str) -> int:
     """Number of tokens in ``text`` (cl100k_base, or len//4 without tiktoken).
 
-    A long text (a rendered section) is counted a line at a time (`lines_of`), a single
-    long line in segments cut where the encoder's own pieces must end (`segments`): the
-    same number as one encoding of the whole, but the lines recur from pack to pack while
-    the whole text rarely does (the window moves on by a turn), so each is encoded once
-    and then looked up. Encoding a 50,000-turn pack's recent and retrieval sections whole
-    cost ~4 ms a pack.
+    A text of several lines (a rendered section, long or short) is counted a line at a
+    time (`lines_of`), a single long line in segments cut where the encoder's own pieces
+    must end (`segments`): the same number as one encoding of the whole, but the lines
+    recur from pack to pack while the whole text rarely does (the window moves on by a
+    turn), so each is encoded once and then looked up. Encoding a 50,000-turn pack's
+    recent and retrieval sections whole cost ~4 ms a pack.
     """
     return _count(text) if text else 0
 
@@ -56,7 +56,14 @@ def _count(text: str) -> int:
 
 @lru_cache(maxsize=16384)
 def _count_cached(text: str) -> int:
-    return _counter()[1](text)
+    name, counter = _counter()
+    if name == "cl100k_base" and "\n" in text:
+        # A short section (a strained recent window, a small retrieval section) is new in
+        # every pack, its lines mostly not: counted a line at a time, as a long one is.
+        chunks = lines_of(text)
+        if len(chunks) > 1:
+            return sum(map(_count_line, chunks[:-1])) + _count_cached(chunks[-1])
+    return counter(text)
 
 
 # A rendered section (the frozen layer: hook, bios, World Bible) repeats verbatim in every

@@ -104,3 +104,26 @@ def test_a_section_with_a_new_last_line_encodes_it_and_the_line_before_only():
     after = tokens._count_line_cached.cache_info()
     assert after.misses - before.misses == 1  # the old last line, now with its newline
     assert after.hits - before.hits == len(lines) - 1  # the header and lines 1 to 78
+
+
+@settings(max_examples=300)
+@given(st.lists(texts, min_size=1, max_size=8))
+def test_a_short_text_of_several_lines_counts_the_same_as_one_encoding_of_it(lines):
+    text = "\n".join(lines)[: tokens.CACHED_TEXT_CHARS]
+    tokens._count_cached.cache_clear()  # counted afresh, not a cached earlier answer
+    assert tokens.count(text) == encode(text)
+
+
+def test_a_short_section_with_a_new_line_encodes_only_the_lines_it_has_not_met():
+    # A strained recent window: a few turns, short enough for the whole-text cache, and
+    # new in every pack as the window moves on by a turn.
+    lines = [f"[R{i}] Wren (action): I count the crates on pier {i}." for i in range(6)]
+    section = "\n".join(["## Recent events", *lines])
+    assert len(section) < tokens.CACHED_TEXT_CHARS
+    assert tokens.count(section) == encode(section)
+    before = tokens._count_line_cached.cache_info()
+    moved = "\n".join(["## Recent events", *lines[1:], "[R6] Cassia (action): I row out."])
+    assert tokens.count(moved) == encode(moved)
+    after = tokens._count_line_cached.cache_info()
+    assert after.misses - before.misses == 1  # the old last line, now with its newline
+    assert after.hits - before.hits == len(lines) - 1  # the header and lines 1 to 4
