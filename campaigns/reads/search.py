@@ -69,7 +69,7 @@ def postings_query(
             viewer, experiment=experiment_id, term=stem(word), since=after
         ).items()
     }
-    return Query(compiled, values)
+    return Query(compiled, values, post=search_sqlite.in_word_order)
 
 
 POSTING_COLUMNS = ("id", "seq", "tokens", "round")
