@@ -62,7 +62,7 @@ def _count_cached(text: str) -> int:
         # every pack, its lines mostly not: counted a line at a time, as a long one is.
         chunks = lines_of(text)
         if len(chunks) > 1:
-            return sum(map(_count_line, chunks[:-1])) + _count_cached(chunks[-1])
+            return _count_lines(chunks)
     return counter(text)
 
 
@@ -83,7 +83,7 @@ def _count_long(text: str) -> int:
         return counter(text)
     chunks = lines_of(text)
     if len(chunks) > 1:
-        return sum(map(_count_line, chunks[:-1])) + _count(chunks[-1])
+        return _count_lines(chunks)
     # One line: in segments. A segment is short unless its lines hold no
     # letter-space-letter: such a one is counted but not kept (the cache holds short texts).
     return sum(
@@ -113,6 +113,12 @@ def lines_of(text: str) -> list[str]:
         else:  # an empty or space-led line joins the line before it
             out[-1] += "\n" + chunk
     return out
+
+
+def _count_lines(chunks: list[str]) -> int:
+    """The count of the text `lines_of` cut into ``chunks`` (more than one): each line's
+    count with its newline, the last one's without."""
+    return sum(map(_count_line, chunks[:-1])) + _count(chunks[-1])
 
 
 def _count_line(line: str) -> int:

@@ -11,6 +11,7 @@ marks, emoji. `tokens.count_joined` counts a section line by line, and must agre
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -93,17 +94,30 @@ def test_a_line_led_by_whitespace_or_empty_joins_the_line_before():
     assert tokens.lines_of("a\n b\n\nc\n") == ["a\n b\n", "c\n"]
 
 
-def test_a_section_with_a_new_last_line_encodes_it_and_the_line_before_only():
-    lines = [f"[R{i}] Thorin (action): I light lantern {i} by the gate, slowly." for i in range(80)]
+@pytest.mark.parametrize(
+    "count, template, past_cache",
+    [
+        # Past the whole-text cache: counted in lines, as ever.
+        (80, "[R{i}] Thorin (action): I light lantern {i} by the gate, slowly.", True),
+        # A strained recent window: under the whole-text cache, and new in every pack as
+        # the window moves on by a turn.
+        (6, "[R{i}] Wren (action): I count the crates on pier {i}.", False),
+    ],
+    ids=["long", "short"],
+)
+def test_a_section_with_a_new_last_line_encodes_it_and_the_line_before_only(
+    count, template, past_cache
+):
+    lines = [template.format(i=i) for i in range(count)]
     section = "\n".join(["## Recent events", *lines])
-    assert len(section) > tokens.CACHED_TEXT_CHARS
+    assert (len(section) > tokens.CACHED_TEXT_CHARS) == past_cache
     assert tokens.count(section) == encode(section)
     before = tokens._count_line_cached.cache_info()
-    moved = "\n".join(["## Recent events", *lines[1:], "[R80] Cassia (action): I close it."])
+    moved = "\n".join(["## Recent events", *lines[1:], f"[R{count}] Cassia (action): I close it."])
     assert tokens.count(moved) == encode(moved)
     after = tokens._count_line_cached.cache_info()
     assert after.misses - before.misses == 1  # the old last line, now with its newline
-    assert after.hits - before.hits == len(lines) - 1  # the header and lines 1 to 78
+    assert after.hits - before.hits == len(lines) - 1  # the header and the lines kept
 
 
 @settings(max_examples=300)
@@ -112,18 +126,3 @@ def test_a_short_text_of_several_lines_counts_the_same_as_one_encoding_of_it(lin
     text = "\n".join(lines)[: tokens.CACHED_TEXT_CHARS]
     tokens._count_cached.cache_clear()  # counted afresh, not a cached earlier answer
     assert tokens.count(text) == encode(text)
-
-
-def test_a_short_section_with_a_new_line_encodes_only_the_lines_it_has_not_met():
-    # A strained recent window: a few turns, short enough for the whole-text cache, and
-    # new in every pack as the window moves on by a turn.
-    lines = [f"[R{i}] Wren (action): I count the crates on pier {i}." for i in range(6)]
-    section = "\n".join(["## Recent events", *lines])
-    assert len(section) < tokens.CACHED_TEXT_CHARS
-    assert tokens.count(section) == encode(section)
-    before = tokens._count_line_cached.cache_info()
-    moved = "\n".join(["## Recent events", *lines[1:], "[R6] Cassia (action): I row out."])
-    assert tokens.count(moved) == encode(moved)
-    after = tokens._count_line_cached.cache_info()
-    assert after.misses - before.misses == 1  # the old last line, now with its newline
-    assert after.hits - before.hits == len(lines) - 1  # the header and lines 1 to 4
