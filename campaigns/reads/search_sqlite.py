@@ -10,8 +10,6 @@ as the term rows were made (`babel_terms`, migration 0038).
 
 from __future__ import annotations
 
-from operator import itemgetter
-
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 
@@ -30,8 +28,8 @@ _HAS_TERM = (
 
 def postings(viewer, columns: tuple[str, ...], limit: int, words: int) -> Precompiled:
     """Per word, its newest ``limit`` readable matches: rows ``(word, *columns)``, word
-    0-based, ``columns`` starting with id and seq, in no set order (`in_word_order` puts
-    them by word, each word's newest first). ``words``: how many words it takes.
+    0-based, in no set order (`search.in_word_order` puts them by word, each word's
+    newest first). ``words``: how many words it takes.
 
     From the term rows (``campaigns_turn_terms``, clustered by experiment, term and seq):
     a word's matches are one key range walked newest first, the selector's turn rule
@@ -87,19 +85,10 @@ def _union(key: tuple, words: int, one: Precompiled) -> Precompiled:
         for i in range(words)
         for name, literal in one.params
     ]
-    # No ORDER BY: `in_word_order` sorts the rows (SQLite sorted them in a temporary
+    # No ORDER BY: `search.in_word_order` sorts the rows (SQLite sorted them in a temporary
     # b-tree, ~0.2 ms for the ~1,000 rows of a pack's words new to it).
     found = _joined[(*key, words)] = Precompiled(sql, params)
     return found
-
-
-def in_word_order(rows: list[tuple]) -> list[tuple]:
-    """`postings` rows ``(word, id, seq, …)`` by word, each word's newest first, as the
-    statement's callers take them: two stable sorts keyed in C, by seq (newest first),
-    then by word (~0.05 ms for a pack's ~1,000 rows, which come in a few sorted runs)."""
-    rows.sort(key=itemgetter(2), reverse=True)
-    rows.sort(key=itemgetter(0))
-    return rows
 
 
 _joined: dict[tuple, Precompiled] = {}

@@ -156,11 +156,9 @@ def test_postings_are_each_words_newest_readable_matches_whatever_hides_among_th
 
 def test_sqlite_postings_rows_are_put_by_word_each_words_newest_first():
     # The statement leaves its union unordered; its callers group the rows by word.
-    from campaigns.reads import search_sqlite
-
     rows = [(1, 10, 5, 3, 1), (0, 11, 2, 3, 1), (1, 12, 9, 3, 2), (0, 13, 7, 3, 2)]
     rows.append((2, 14, 1, 3, 1))
-    assert search_sqlite.in_word_order(rows) == [
+    assert search.in_word_order(rows) == [
         (0, 13, 7, 3, 2),
         (0, 11, 2, 3, 1),
         (1, 12, 9, 3, 2),
