@@ -60,6 +60,22 @@ DIGEST_HEADINGS = (
 )
 
 
+def _kept_hash(view) -> int:
+    """A frozen view's hash over its fields, computed once and kept on the instance. The
+    hash of a str differs between processes, so a pickled view leaves it behind
+    (`_state_without_hash`)."""
+    try:
+        return view.__dict__["_hash"]
+    except KeyError:
+        value = hash(tuple(getattr(view, name) for name in view.__dataclass_fields__))
+        object.__setattr__(view, "_hash", value)
+        return value
+
+
+def _state_without_hash(view) -> dict:
+    return {name: value for name, value in view.__dict__.items() if name != "_hash"}
+
+
 @dataclass(frozen=True)
 class TurnView:
     id: int
@@ -75,31 +91,9 @@ class TurnView:
 
     # A pack hashes its few hundred turns several times (the engine's per-turn caches, the
     # pack cache's key), and the loader hands it the same instances from pack to pack:
-    # each keeps its hash. The hash of a str differs between processes, so a pickled
-    # turn leaves it behind.
-    def __hash__(self) -> int:
-        try:
-            return self.__dict__["_hash"]
-        except KeyError:
-            value = hash(
-                (
-                    self.id,
-                    self.seq,
-                    self.round,
-                    self.speaker,
-                    self.kind,
-                    self.content,
-                    self.visibility,
-                    self.tags,
-                    self.hinge,
-                    self.tokens,
-                )
-            )
-            object.__setattr__(self, "_hash", value)
-            return value
-
-    def __getstate__(self) -> dict:
-        return {name: value for name, value in self.__dict__.items() if name != "_hash"}
+    # each keeps its hash (`_kept_hash`).
+    __hash__ = _kept_hash
+    __getstate__ = _state_without_hash
 
 
 @dataclass(frozen=True)
@@ -130,6 +124,11 @@ class LoreView:
     invalid_from_round: int | None = None
     source_turn_ids: tuple[int, ...] = ()
     tokens: int = 0  # cached count of ``definition``; 0 means "count it"
+
+    # The frozen section's caches are keyed by a pack's lore (`sections._lore_candidates`),
+    # the same instances from pack to pack, as turns are: each keeps its hash.
+    __hash__ = _kept_hash
+    __getstate__ = _state_without_hash
 
 
 @dataclass(frozen=True)
