@@ -163,15 +163,16 @@ class Hit(NamedTuple):  # a named tuple, like `trimming.Line`: ~120 per pack
     cost: int
     seq: int = 0  # story order of a turn hit
     group: int = 2  # 0 pinned · 1 facts · 2 turns (render order)
+    item: PackItem | None = None  # what the section lists (`section` makes it if None)
 
 
 def _turn_hit(turn: TurnView, group: int = 2) -> Hit:
     entry = turn_entry(turn)
-    line, cost = entry.line, entry.cost
-    if cost > SNIPPET_TOKENS:
+    if entry.cost > SNIPPET_TOKENS:
         line = tokens.truncate(entry.line, SNIPPET_TOKENS - 1) + "…"
-        cost = textops.count(line) + 1
-    return Hit(line, entry.ref, "turn", cost, turn.seq, group)
+        return Hit(line, entry.ref, "turn", textops.count(line) + 1, turn.seq, group)
+    # The entry's item is made once per turn (`lines.Entry.item`): ~100 hits a pack.
+    return Hit(entry.line, entry.ref, "turn", entry.cost, turn.seq, group, entry.item)
 
 
 def _facts(
@@ -270,7 +271,7 @@ def section(name: str, budget: int, hits: list[Hit]) -> tuple[Section, list[Trim
         Line(
             (hit.group, hit.seq if hit.group == 2 else index),  # order
             hit.line,  # text
-            PackItem(hit.kind, hit.ref, hit.cost),  # item
+            hit.item or PackItem(hit.kind, hit.ref, hit.cost),  # item
             hit.cost,  # cost
             (-index,),  # drop_key
             "lowest-ranked retrieval snippet goes first",  # reason
