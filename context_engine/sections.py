@@ -10,6 +10,7 @@ logged too.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -99,8 +100,10 @@ class LoreCandidate(NamedTuple):  # a named tuple, like `trimming.Line`: 60 a pa
     name_cost: int
 
 
-def lore_candidates(view: View) -> list[LoreCandidate]:
-    return list(_lore_candidates(view.lore))
+def lore_candidates(view: View) -> tuple[LoreCandidate, ...]:
+    """The pack's lore as frozen-section candidates: the kept tuple itself (no caller
+    changes it, and `frozen_section` keys its own cache by it)."""
+    return _lore_candidates(view.lore)
 
 
 # The frozen section's parts are memoised per process, as `ranking.make_query` is: they are
@@ -121,11 +124,11 @@ def _lore_candidates(lore: tuple[LoreView, ...]) -> tuple[LoreCandidate, ...]:
     return tuple(out)
 
 
-def named_lore_ids(candidates: list[LoreCandidate], text_lower: str) -> frozenset[int]:
+def named_lore_ids(candidates: Sequence[LoreCandidate], text_lower: str) -> frozenset[int]:
     return frozenset(c.lore.id for c in candidates if textops.mentions(c.lore.term, text_lower))
 
 
-def frozen_need(view: View, hook: str, candidates: list[LoreCandidate]) -> int:
+def frozen_need(view: View, hook: str, candidates: Sequence[LoreCandidate]) -> int:
     lines, _ = base_lines(view, hook)
     base = textops.count(render(FROZEN_HEADER, lines)) if lines else 0
     if candidates:
@@ -158,7 +161,11 @@ def _frozen_text(base: list[str], full: list[LoreCandidate], names: list[LoreCan
 
 
 def frozen_section(
-    view: View, hook: str, budget: int, candidates: list[LoreCandidate], named: frozenset[int]
+    view: View,
+    hook: str,
+    budget: int,
+    candidates: Sequence[LoreCandidate],
+    named: frozenset[int],
 ) -> tuple[Section, list[TrimEvent], list[str], frozenset[int]]:
     """Fit the frozen section; returns it and the ids of lore given in full."""
     base, items = base_lines(view, hook)

@@ -53,7 +53,7 @@ def need(header: str, window: list[Entry]) -> int:
 
 
 def frozen_builder(view: View, inp: PackInput, with_lore: bool):
-    lore = secs.lore_candidates(view) if with_lore else []
+    lore = secs.lore_candidates(view) if with_lore else ()
 
     def build(budget: int):
         section, events, warnings, _ = secs.frozen_section(
