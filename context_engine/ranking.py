@@ -116,9 +116,11 @@ def make_query(
     ``names`` (participant roles) are weighted down wherever they appear.
 
     Kept per process (a pure function of its arguments): the pack loader and the engine
-    both make each pack's query, and a pack built again makes the same one.
+    both make each pack's query, and a pack built again makes the same one. ``names``
+    are a set to the query, so they are keyed as one: the loader lists the participants
+    in seat order and the engine by role, and the same query was made twice a pack.
     """
-    return _make_query(input_text, tuple(context_texts), tuple(names), zipf)
+    return _make_query(input_text, tuple(context_texts), tuple(sorted(set(names))), zipf)
 
 
 @lru_cache(maxsize=1024)

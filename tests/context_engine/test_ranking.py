@@ -6,7 +6,15 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context_engine.ranking import DF_CAP, Posting, Query, QueryTerm, rank_postings
+from context_engine.ranking import (
+    CONTEXT_WEIGHT,
+    DF_CAP,
+    Posting,
+    Query,
+    QueryTerm,
+    make_query,
+    rank_postings,
+)
 
 WORDS = ("ashfern", "tonic", "brinewick", "oil", "leave")
 
@@ -70,3 +78,12 @@ def test_a_word_with_more_postings_than_the_cap_weighs_as_one_at_the_cap():
     assert rank_postings(query, {"leave": capped})[0].score == (
         rank_postings(query, {"leave": more})[0].score
     )
+
+
+def test_a_query_is_made_once_whatever_order_the_names_come_in():
+    # The loader lists participants in seat order, the engine by role: one pack, one query.
+    texts = ("Wren hides the ashfern tonic in the brinewick cellar.",)
+    seated = make_query("Where is the tonic?", texts, ["DM", "Wren", "Cassia"])
+    by_role = make_query("Where is the tonic?", texts, ["Cassia", "DM", "Wren"])
+    assert by_role is seated
+    assert {term.word: term.weight for term in seated.terms}["wren"] < CONTEXT_WEIGHT
