@@ -7,7 +7,6 @@ rule the SQL side of `campaigns.reads.selectors` applies, so the engine's own fi
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import lru_cache
 
 from django.conf import settings
 
@@ -89,16 +88,25 @@ ROW_VIEWS_CACHED = 8192
 
 
 def _memo_rows(build):
-    cached = lru_cache(maxsize=ROW_VIEWS_CACHED)(build)
+    """``build`` kept per row id, used again while the row and ``dm_roles`` are equal.
+
+    Keyed by the id rather than the row: a row read again is a new tuple of new strings,
+    and hashing it hashed its whole text (a pack's ~300 rows hold ~40,000 characters),
+    where comparing it with the kept row is a memory compare. Emptied when full."""
+    kept: dict[int, tuple[tuple, tuple[str, ...], object]] = {}
 
     def view(row: tuple, dm_roles: tuple[str, ...] = ("DM",)):
-        try:
-            return cached(row, dm_roles)
-        except TypeError:  # an unhashable value: build it without the memo
-            return build(row, dm_roles)
+        found = kept.get(row[0])
+        if found is not None and found[0] == row and found[1] == dm_roles:
+            return found[2]
+        built = build(row, dm_roles)
+        if len(kept) >= ROW_VIEWS_CACHED:
+            kept.clear()
+        kept[row[0]] = (row, dm_roles, built)
+        return built
 
     view.__doc__ = build.__doc__
-    view.cache_clear = cached.cache_clear
+    view.cache_clear = kept.clear
     return view
 
 

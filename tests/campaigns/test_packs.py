@@ -189,8 +189,9 @@ def test_reads_batched_into_one_round_trip_return_exactly_the_rows_of_each_state
 
 def test_every_statement_reads_json_columns_as_text_as_sqlite_does():
     """A row is the same tuple on both vendors: JSON columns as their text, also where
-    PostgreSQL sends rows in binary (the hits' statement), so rows are hashable and the
-    row views memoised by row (`adapters.turn_view_row`) are built once."""
+    PostgreSQL sends rows in binary (the hits' statement), so a row read by either
+    statement is the same tuple, and the row views kept per row
+    (`adapters.turn_view_row`) are built once."""
     experiment = _campaign(
         [(1, "DM", "whisper", ["Thorin"], False), (1, "Thorin", "action", None, False)], []
     )
