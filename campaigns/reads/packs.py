@@ -148,20 +148,22 @@ def window_turn_query(
     return Query(compiled, values)
 
 
-def turns_after_query(*, experiment_id: int, viewer: Viewer, since: int) -> Query:
-    """Readable turns after seq ``since``, in seq order (the window cache's read of
-    what was appended since it read the window, `window_cache`)."""
+def turns_after_query(*, experiment_id: int, viewer: Viewer, since: int, until: int) -> Query:
+    """Readable turns after seq ``since`` up to seq ``until``, in seq order (the window
+    cache's read of what was appended since it read the window, `window_cache`; bounded,
+    so a read sent before the newest seq is known stays small)."""
 
     def build(slots):
         visible = selectors.turns_visible_to(
             experiment=slots.int("experiment"), viewer=slot_viewer(slots, viewer)
         )
-        after = visible.filter(seq__range=(slots.int("since"), slots.int("cap")))
+        after = visible.filter(seq__range=(slots.int("since"), slots.int("until")))
         return after.order_by("seq").values_list(*TURN_COLUMNS)
 
     compiled = compile_once(("after", statement_shape(viewer)), build)
     # The range is closed (see above); ``since`` itself is never a new turn's seq.
-    return Query(compiled, slot_values(viewer, experiment=experiment_id, since=since + 1))
+    values = slot_values(viewer, experiment=experiment_id, since=since + 1, until=until)
+    return Query(compiled, values)
 
 
 def all_turn_query(*, experiment_id: int, viewer: Viewer) -> Query:

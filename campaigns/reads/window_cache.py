@@ -14,9 +14,13 @@ move up — a later first round, a later hinge round, a later Nth-newest transcr
 so every row of the new window is a kept row or an appended one, and the Nth-newest
 transcript turn is found among them.
 A bound that moved down (a command that widens the window), a count that moved, or more
-than `MAX_APPENDED` turns appended reads the window in full. The count is read before the
-window (`context.pack_input_for_role`): rows read after it are never older than it, so a
-change between the two can only make the kept rows unusable, never wrongly usable.
+than `MAX_APPENDED` turns appended reads the window in full. The appended turns' read is
+itself bounded by `MAX_APPENDED` seqs, and `finish` takes it only when the stamp's newest
+seq is within them: so a read made for an older newest seq (the pack loader sends round
+trip 2 ahead with the role's last pack's, `context._ahead`) is still exact, and small.
+The count is read before the window (`context.pack_input_for_role`): rows read after it
+are never older than it, so a change between the two can only make the kept rows
+unusable, never wrongly usable.
 
 As for the other caches, entries are stored only from reads outside a transaction, never
 while an import waits for its term rows, and a hidden write leaves the viewer's count —
@@ -118,7 +122,10 @@ def window_read(
         and last_seq - entry.last_seq <= MAX_APPENDED
     ):
         after = packs.turns_after_query(
-            experiment_id=experiment_id, viewer=viewer, since=entry.last_seq
+            experiment_id=experiment_id,
+            viewer=viewer,
+            since=entry.last_seq,
+            until=entry.last_seq + MAX_APPENDED,
         )
         return WindowRead(query=after, full=full, key=key, bounds=bounds, entry=entry)
     return WindowRead(query=full, full=full, key=key, bounds=bounds)
@@ -126,13 +133,18 @@ def window_read(
 
 def finish(read: WindowRead, rows: list[tuple], stamp: Stamp | None) -> list[tuple]:
     """The window's rows in seq order, from what ``read.query`` gave — reading the full
-    window now when the kept one cannot be used (``stamp``'s count moved, or its
-    transcript turns fell short) — and kept for the next pack."""
+    window now when the kept one cannot be used (``stamp``'s count moved, more turns were
+    appended than the read reaches, or its transcript turns fell short) — and kept for
+    the next pack."""
     window: list[tuple] | None = None
     transcript_from: int | None = None
     if read.entry is None:
         window = rows
-    elif stamp is not None and read.entry.changes == stamp.changes:
+    elif (
+        stamp is not None
+        and read.entry.changes == stamp.changes
+        and stamp.last_seq - read.entry.last_seq <= MAX_APPENDED  # none past the read's
+    ):
         merged = [*read.entry.rows, *rows]
         found = _transcript_from(merged, read.bounds.last_turns)
         if found >= read.entry.transcript_from:
