@@ -154,7 +154,9 @@ def pack_input_for_role(
         second, second_rows = ahead, rows[3:]
     else:
         second = _second_reads(inputs)
-        if ahead is not None and _same_statements(ahead.queries, second.queries):
+        # `Query` compares as a dataclass: the same compiled statement (it has no __eq__:
+        # by identity), values and row handling.
+        if ahead is not None and ahead.queries == second.queries:
             second_rows = rows[3:]
         else:
             second_rows = run_all(second.queries)
@@ -307,22 +309,6 @@ def _ahead(experiment_id: int, role: str) -> tuple[tuple | None, _SecondReads | 
     with _ahead_lock:
         last = _ahead_inputs.get(key)
     return key, (_second_reads(last) if last is not None else None)
-
-
-def _same_statements(sent: list[Query | None], wanted: list[Query | None]) -> bool:
-    """Whether ``sent`` are the statements ``wanted`` (the same statement, values and row
-    handling, in order), so their rows are ``wanted``'s."""
-    return len(sent) == len(wanted) and all(
-        a is b
-        or (
-            a is not None
-            and b is not None
-            and a.compiled is b.compiled
-            and a.values == b.values
-            and a.post is b.post
-        )
-        for a, b in zip(sent, wanted, strict=True)
-    )
 
 
 def clear_ahead() -> None:
