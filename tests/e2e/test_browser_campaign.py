@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from campaigns.models import Experiment, Invitation, Job, RoundStep, Turn, TurnRevision
 from campaigns.reads.selectors import turns_visible_to, viewer_for_role
@@ -33,6 +34,14 @@ def wait_until(condition, what: str, seconds: float = 60) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"timed out: {what}"
         time.sleep(0.2)
+
+
+def job_states(experiment: Experiment) -> list[tuple]:
+    return list(
+        Job.objects.filter(experiment=experiment)
+        .order_by("created_at")
+        .values_list("kind", "status", "message", "result")
+    )
 
 
 def waiting_for_human(experiment: Experiment) -> bool:
@@ -127,7 +136,14 @@ def test_a_dm_and_an_invited_human_play_a_campaign_set_up_in_the_browser(browser
         dara.fill("#composer textarea[name=content]", f"Dara counts the oars, round {number}.")
         dara.click("#composer button[type=submit]")
         wait_until(lambda n=number: acted.count() == n, f"Dara's step {number} is stored")
-    dm.locator("#job-progress .job-message", has_text="Played 3 rounds").wait_for(timeout=120_000)
+    played = dm.locator("#job-progress .job-message", has_text="Played 3 rounds")
+    try:
+        played.wait_for(timeout=120_000)
+    except PlaywrightTimeoutError:
+        # What the jobs say, so a failure in CI shows whether the play ended or the page
+        # stopped following it.
+        panel = dm.locator("#job-progress").inner_text()
+        raise AssertionError(f"the panel shows {panel!r}; jobs: {job_states(experiment)}") from None
     play = Job.objects.get(experiment=experiment, kind="play")
     assert (play.status, play.result["played"]) == ("succeeded", 3)
     assert sorted(acted.values_list("round", flat=True)) == [1, 2, 3]
