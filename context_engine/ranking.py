@@ -143,11 +143,19 @@ def _make_query(
     add(surface_words(input_text), INPUT_WEIGHT, MAX_INPUT_WORDS)
     context: list[str] = []
     for text in reversed(context_texts):  # newest first
-        for word in surface_words(text):
-            if zipf is None or zipf(word) < CONTEXT_COMMON_ZIPF:
-                context.append(word)
+        context += _scene_words(text, zipf)
     add(context, CONTEXT_WEIGHT, MAX_CONTEXT_WORDS)
     return Query(tuple(chosen.values()))
+
+
+@lru_cache(maxsize=4096)
+def _scene_words(text: str, zipf) -> tuple[str, ...]:
+    """The words of a newest turn that may join a query (rarer than `CONTEXT_COMMON_ZIPF`),
+    kept per text: after a new turn, three of a query's four context turns are the last
+    query's."""
+    return tuple(
+        word for word in surface_words(text) if zipf is None or zipf(word) < CONTEXT_COMMON_ZIPF
+    )
 
 
 def idf(df: int, doc_count: int) -> float:
