@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from django.db import connection
 
 from campaigns.reads.packs import TURN_COLUMNS
-from campaigns.reads.postings_cache import Stamp, database_key, keep_bounded
+from campaigns.reads.postings_cache import Stamp
+from campaigns.reads.precompiled import database_key, keep_bounded
 
 MAX_HITS = 4096  # (experiment, viewer, neighbours, hit) entries, each a few rows
 

@@ -26,7 +26,14 @@ from campaigns.models import (
     Turn,
 )
 from campaigns.reads import selectors
-from campaigns.reads.precompiled import Precompiled, Query, compile_once
+from campaigns.reads.precompiled import (
+    ROW_VERSION,
+    Precompiled,
+    Query,
+    compile_once,
+    row_version,
+    without_row_version,
+)
 from campaigns.reads.selectors import Viewer
 
 TURN_COLUMNS = (
@@ -237,18 +244,22 @@ def lore_query(*, experiment_id: int, viewer: Viewer) -> Query:
     by id itself (`candidates.gather`), and the glossary's order by term sorted the rows
     by a collated text on PostgreSQL (0.06 ms of the pack's second round trip)."""
 
+    kept = connection.vendor == "postgresql"  # its rows are kept between packs (`run_all`)
+
     def build(slots):
-        return (
-            selectors.lore_visible_to(
-                experiment=slots.int("experiment"), viewer=slot_viewer(slots, viewer)
-            )
-            .exclude(status=LoreEntry.Status.REJECTED)
-            .order_by("id")
-            .values_list(*LORE_COLUMNS)
-        )
+        readable = selectors.lore_visible_to(
+            experiment=slots.int("experiment"), viewer=slot_viewer(slots, viewer)
+        ).exclude(status=LoreEntry.Status.REJECTED)
+        if kept:
+            readable = readable.annotate(row_version=row_version(LoreEntry._meta.db_table))
+        columns = (*LORE_COLUMNS, ROW_VERSION) if kept else LORE_COLUMNS
+        return readable.order_by("id").values_list(*columns)
 
     compiled = compile_once(("lore", statement_shape(viewer)), build)
-    return Query(compiled, slot_values(viewer, experiment=experiment_id))
+    values = slot_values(viewer, experiment=experiment_id)
+    if not kept:
+        return Query(compiled, values)
+    return Query(compiled, values, without_row_version, keep=("lore", experiment_id, viewer))
 
 
 def newest_summary_query(*, experiment_id: int, viewer: Viewer, own_key: str) -> Query:

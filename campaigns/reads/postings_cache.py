@@ -42,6 +42,7 @@ from datetime import datetime
 
 from django.db import connection
 
+from campaigns.reads.precompiled import database_key, keep_bounded
 from campaigns.reads.search import ALL_SEQS
 from campaigns.reads.selectors import Viewer
 from context_engine.ranking import DF_CAP, Query
@@ -178,22 +179,6 @@ def _postings(
         with _lock:
             keep_bounded(_entries, kept, MAX_WORDS)
     return found, settled
-
-
-def keep_bounded(entries: OrderedDict, kept: dict, limit: int) -> None:
-    """Add ``kept`` to ``entries`` as the most recently used, and drop the least recently
-    used past ``limit`` (the pack caches' store; call under the cache's lock)."""
-    entries.update(kept)
-    for key in kept:
-        entries.move_to_end(key)
-    while len(entries) > limit:
-        entries.popitem(last=False)
-
-
-def database_key() -> tuple:
-    """The database the current connection reads (entries of another are not its)."""
-    settings = connection.settings_dict
-    return (connection.alias, connection.vendor, settings["NAME"], settings.get("HOST"))
 
 
 def clear() -> None:

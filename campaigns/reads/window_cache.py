@@ -37,8 +37,8 @@ from django.db import connection
 
 from campaigns.models import Turn
 from campaigns.reads import packs
-from campaigns.reads.postings_cache import Stamp, database_key, keep_bounded
-from campaigns.reads.precompiled import Query
+from campaigns.reads.postings_cache import Stamp
+from campaigns.reads.precompiled import Query, database_key, keep_bounded
 
 MAX_WINDOWS = 256  # (experiment, viewer, shape) entries, each a window's rows
 MAX_APPENDED = 256  # more turns appended since than this: read the window in full

@@ -45,8 +45,7 @@ from campaigns.reads import (
     selectors,
     window_cache,
 )
-from campaigns.reads.postings_cache import keep_bounded
-from campaigns.reads.precompiled import Query, compile_once, json_value, run_all
+from campaigns.reads.precompiled import Query, compile_once, json_value, keep_bounded, run_all
 from campaigns.reads.selectors import Viewer
 from campaigns.services.memory.retrieval import PINS_READ, pinned_from_rows
 from context_engine.commands import history_needs

@@ -32,7 +32,7 @@ from campaigns.management.commands.bench_context import (
 )
 from campaigns.management.commands.bench_import import import_numbers
 from campaigns.models import Experiment
-from campaigns.reads import hit_cache, postings_cache, window_cache
+from campaigns.reads import hit_cache, postings_cache, precompiled, window_cache
 
 
 class _Rollback(Exception):
@@ -90,6 +90,7 @@ def _clear_caches() -> None:
     postings_cache.clear()
     hit_cache.clear()
     window_cache.clear()
+    precompiled.clear_kept()
 
 
 def _measured(campaigns: dict, repeats: int, passes: int) -> dict[int, _Samples]:
