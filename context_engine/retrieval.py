@@ -180,17 +180,25 @@ def _facts(
 ) -> list[Hit]:
     if quota <= 0 or not query or not (lore or cold_fields):
         return []
-    docs: list[tuple[object, str]] = [(entry, f"{entry.term} {entry.definition}") for entry in lore]
-    docs += [(field, f"{field.name.replace('_', ' ')} {field.value}") for field in cold_fields]
     text = " ".join(t.word for t in query.terms)
     hits = []
-    for fact, _ in ranking.Bm25Index(docs).rank(text)[:quota]:
+    for fact, _ in _fact_index(tuple(lore), tuple(cold_fields)).rank(text)[:quota]:
         if isinstance(fact, LoreView):
             line, ref, kind = lore_line(fact), f"lore:{fact.id}", "lore"
         else:
             line, ref, kind = field_line(fact) + " [archived]", f"state:{fact.name}", "state"
         hits.append(Hit(line, ref, kind, textops.count(line) + 1, group=1))
     return hits
+
+
+@lru_cache(maxsize=256)
+def _fact_index(lore: tuple[LoreView, ...], cold_fields: tuple[StateFieldView, ...]):
+    """The facts' BM25 index, kept per (lore, archived fields): a pack ranks them twice
+    (its pinned results' need, then its retrieval section) and the next pack's are
+    nearly always the same; views hash by their contents, so an edit is a new key."""
+    docs: list[tuple[object, str]] = [(entry, f"{entry.term} {entry.definition}") for entry in lore]
+    docs += [(field, f"{field.name.replace('_', ' ')} {field.value}") for field in cold_fields]
+    return ranking.Bm25Index(docs)
 
 
 def _neighbours(hit: TurnView, known: list[TurnView], seqs: list[int], count: int) -> list:

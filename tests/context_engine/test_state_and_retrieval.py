@@ -172,3 +172,31 @@ def test_lore_degraded_in_the_frozen_section_is_retrieved_in_full_when_it_matche
         )
     )
     assert "- Moonwell (term): A well that shows the future." in section(pack, "retrieval").text
+
+
+def test_a_lore_entry_edited_between_two_packs_is_retrieved_as_edited():
+    """The facts' index is kept per lore (`retrieval._fact_index`): an edited definition
+    is other lore, ranked and shown anew."""
+    log = Log()
+    log.add(9, "DM", "narrative", "Night.")
+    relics = tuple(
+        lore(i, f"Relic{i}", f"An old relic number {i}.", last_seen_round=i) for i in range(1, 9)
+    )
+
+    def retrieved(moonwell) -> str:
+        pack = build_pack(
+            pack_input(
+                "Thorin",
+                log,
+                lore=(*relics, moonwell),
+                input_text="Go to the Moonwell",
+                config=config(budgets={"frozen": 120}),
+            )
+        )
+        return section(pack, "retrieval").text
+
+    before = retrieved(lore(50, "Moonwell", "A well that shows the future.", last_seen_round=0))
+    after = retrieved(lore(50, "Moonwell", "A well that drowns the past.", last_seen_round=0))
+    assert "- Moonwell (term): A well that shows the future." in before
+    assert "- Moonwell (term): A well that drowns the past." in after
+    assert "shows the future" not in after
