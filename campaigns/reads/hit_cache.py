@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from campaigns.models import Turn
 from campaigns.reads.packs import TURN_COLUMNS
 from campaigns.reads.postings_cache import Stamp
 from campaigns.reads.precompiled import database_key, keep_bounded
@@ -43,6 +44,8 @@ from campaigns.reads.precompiled import database_key, keep_bounded
 MAX_HITS = 4096  # (experiment, viewer, neighbours, hit) entries, each a few rows
 
 WIDTH = len(TURN_COLUMNS)
+_SEQ, _ROUND, _KIND = (TURN_COLUMNS.index(c) for c in ("seq", "round", "kind"))
+_MONOLOGUE = str(Turn.Kind.MONOLOGUE)
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,69 @@ def _entries_from(
         if len(around) == len(named):
             whole.add(hit)
     return entries, whole
+
+
+@dataclass(frozen=True)
+class Window:
+    """The pack's window rows (`window_cache`) as far as they hold every readable turn:
+    each one with a seq from ``complete_from`` on (the window's Nth-newest transcript
+    turn; 0: the whole readable history), and each one of the rounds from ``from_round``
+    on (None: no such part)."""
+
+    rows: Sequence[tuple]
+    complete_from: int
+    from_round: int | None
+
+
+def window_hit_rows(
+    window: Window, hit_ids: Sequence[int], neighbours: int
+) -> tuple[list[tuple], list[int]]:
+    """`search.hit_query`'s rows for the hits whose rows, neighbours and round opening
+    the window holds, made from its rows; and the other hits, for the database.
+
+    After a new turn, about two of a pack's ~5 new hits are recent turns the window has
+    just read (the new turn among them). A hit is served here when it is a transcript
+    turn (no monologue) from ``complete_from`` on, its ``neighbours`` earlier readable
+    transcript turns are too (or it has fewer, and the window holds the whole history),
+    and its round is among the window's whole rounds (or the whole history): what the
+    statement would find walking the readable turns, found in the same rows. Later
+    neighbours are always there: the window holds every readable turn after it. For a
+    reader who is not a judge (the loader asks only then)."""
+    transcript = [
+        row for row in window.rows if row[_KIND] != _MONOLOGUE and row[_SEQ] >= window.complete_from
+    ]
+    position = {row[0]: index for index, row in enumerate(transcript)}
+    openings: dict[int, tuple] = {}  # round → its first readable transcript turn
+    for row in window.rows:
+        if row[_KIND] != _MONOLOGUE and row[_ROUND] not in openings:
+            openings[row[_ROUND]] = row
+    served: list[tuple] = []
+    rest: list[int] = []
+    named: dict[int, tuple] = {}
+    for hit in hit_ids:
+        index = position.get(hit)
+        if index is None:
+            rest.append(hit)
+            continue
+        row = transcript[index]
+        whole_round = window.complete_from == 0 or (
+            window.from_round is not None and row[_ROUND] >= window.from_round
+        )
+        if not whole_round or (index < neighbours and window.complete_from != 0):
+            rest.append(hit)
+            continue
+        around: list[int | None] = []
+        for k in range(neighbours):
+            before = transcript[index - 1 - k] if index - 1 - k >= 0 else None
+            after = transcript[index + 1 + k] if index + 1 + k < len(transcript) else None
+            around += [None if before is None else before[0], None if after is None else after[0]]
+            named.update((near[0], near) for near in (before, after) if near is not None)
+        opening = openings[row[_ROUND]]
+        named[opening[0]] = opening
+        served.append((1, *row, *around, opening[0]))
+    padding = (None,) * (2 * neighbours + 1)
+    served += [(0, *row, *padding) for row in named.values()]
+    return served, rest
 
 
 def clear() -> None:

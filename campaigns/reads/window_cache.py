@@ -137,7 +137,7 @@ def finish(read: WindowRead, rows: list[tuple], stamp: Stamp | None) -> list[tup
     appended than the read reaches, or its transcript turns fell short) — and kept for
     the next pack."""
     window: list[tuple] | None = None
-    transcript_from: int | None = None
+    bound: int | None = None  # the window's Nth-newest transcript seq, when merged
     if read.entry is None:
         window = rows
     elif (
@@ -146,19 +146,19 @@ def finish(read: WindowRead, rows: list[tuple], stamp: Stamp | None) -> list[tup
         and stamp.last_seq - read.entry.last_seq <= MAX_APPENDED  # none past the read's
     ):
         merged = [*read.entry.rows, *rows]
-        found = _transcript_from(merged, read.bounds.last_turns)
+        found = transcript_from(merged, read.bounds.last_turns)
         if found >= read.entry.transcript_from:
             window = [row for row in merged if _holds(row, read.bounds, found)]
-            transcript_from = found
+            bound = found
     if window is None:
         window = read.full.rows()
     with _lock:
-        stats["kept" if transcript_from is not None else "read"] += 1
+        stats["kept" if bound is not None else "read"] += 1
     if read.key is not None and stamp is not None and not connection.in_atomic_block:
-        if transcript_from is None:
-            transcript_from = _transcript_from(window, read.bounds.last_turns)
+        if bound is None:
+            bound = transcript_from(window, read.bounds.last_turns)
         kept = tuple(row for row in window if row[_SEQ] <= stamp.last_seq)
-        entry = _Entry(stamp.changes, stamp.last_seq, read.bounds, transcript_from, kept)
+        entry = _Entry(stamp.changes, stamp.last_seq, read.bounds, bound, kept)
         with _lock:
             keep_bounded(_entries, {read.key: entry}, MAX_WINDOWS)
     return window
@@ -168,7 +168,7 @@ def _not_below(now: int | None, kept: int | None) -> bool:
     return now is None or (kept is not None and now >= kept)
 
 
-def _transcript_from(rows: list[tuple], last_turns: int) -> int:
+def transcript_from(rows: list[tuple], last_turns: int) -> int:
     """The seq of the ``last_turns``-th newest transcript row (not a monologue) of
     ``rows``, 0 when there are fewer (the window then holds every readable turn)."""
     if not last_turns:

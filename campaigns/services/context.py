@@ -174,6 +174,7 @@ def pack_input_for_role(
             last_seq=last_seq,
         )
     window = window_cache.finish(window_read, window, stamp)
+    held_by_window = _window_for_hits(window, viewer, needs, stamp)
     if monologues:
         seen = {row[0] for row in window}
         window = window + [row for row in monologues if row[0] not in seen]
@@ -188,6 +189,7 @@ def pack_input_for_role(
         dm_roles,
         backlog=backlog,
         stamp=stamp,
+        window=held_by_window,
     )
 
     # Results of the role's own /search, /lore, /timeline since its last turn (SPEC §5.8).
@@ -384,6 +386,21 @@ def _window_read(experiment_id: int, viewer: Viewer, needs, backlog: bool, creat
     )
 
 
+def _window_for_hits(window: list[tuple], viewer: Viewer, needs, stamp) -> hit_cache.Window | None:
+    """The window's rows as `hit_cache.window_hit_rows` may serve hits from: with the hit
+    cache (a stamp), for a reader who is not a judge (a judge's neighbours may be
+    monologues), when the window holds every readable turn past a known seq — its
+    last-N transcript part's bound, or everything for ``full_history``."""
+    if stamp is None or viewer.omniscient:
+        return None
+    if needs.full:
+        return hit_cache.Window(window, 0, None)
+    if not needs.last_turns:
+        return None
+    complete_from = window_cache.transcript_from(window, needs.last_turns)
+    return hit_cache.Window(window, complete_from, needs.from_round)
+
+
 def _monologue_query(experiment_id: int, viewer: Viewer, role: str, needs) -> Query | None:
     """The role's own newest monologues (none for ``full_history``: it reads them all)."""
     if needs.full or not needs.monologue_count:
@@ -402,6 +419,7 @@ def _ranked_retrieval(
     *,
     backlog=None,
     stamp: postings_cache.Stamp | None = None,
+    window: hit_cache.Window | None = None,
 ):
     """The retrieval hits, best first, and their neighbours (SPEC §5.8): the postings of
     the query's words from the turns' term rows (one statement; with a ``stamp``, only
@@ -435,9 +453,17 @@ def _ranked_retrieval(
     neighbours = needs.retrieval_neighbours
 
     def read_hits(wanted: list[int]) -> list[tuple]:
-        return search.hit_query(
-            experiment_id=experiment_id, viewer=viewer, hit_ids=wanted, neighbours=neighbours
-        ).rows()
+        served, rest = [], wanted
+        if window is not None:  # recent hits from the window's own rows
+            served, rest = hit_cache.window_hit_rows(window, wanted, neighbours)
+        if not rest:
+            return served
+        return (
+            served
+            + search.hit_query(
+                experiment_id=experiment_id, viewer=viewer, hit_ids=rest, neighbours=neighbours
+            ).rows()
+        )
 
     if stamp is None:
         rows = read_hits(ids)
