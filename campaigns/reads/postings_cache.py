@@ -94,6 +94,17 @@ def postings(
     return _postings(stamp, words, read)[0]
 
 
+def held_since(
+    *, experiment_id: int, created_at: datetime, viewer: Viewer, words: Sequence[str]
+) -> list[int]:
+    """Per word, the seq its held postings reach (`ALL_SEQS`: none held): what `postings`
+    would read past, were the viewer's stamp still the one they were read under."""
+    base = (database_key(), experiment_id, created_at, viewer)
+    with _lock:
+        entries = [_entries.get((*base, word)) for word in words]
+    return [ALL_SEQS if entry is None else entry.last_seq for entry in entries]
+
+
 def ranked(
     stamp: Stamp,
     query: Query,

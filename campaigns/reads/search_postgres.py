@@ -118,7 +118,9 @@ def _per_word(
         f'SELECT "w"."i" - 1 AS "word", {listed} FROM {_WORDS} '
         f'CROSS JOIN LATERAL ({one_word}) AS "t" ORDER BY 1, "t"."seq" DESC'
     )
-    return Precompiled(sql, (("queries", None), ("since", None), *params), prepare=prepare)
+    # Columns named, so `run_all` may send it with other statements (`context._ahead`).
+    named = tuple((name, False) for name in ("word", *columns))
+    return Precompiled(sql, (("queries", None), ("since", None), *params), named, prepare=prepare)
 
 
 _joined: dict[tuple, Precompiled] = {}

@@ -14,10 +14,11 @@ newest seq (1), participants (1), last command events (1), window + hinge anchor
 own monologues (1), lore (1), digest + strategic summary (1), pins (1), the postings
 cache's stamp (1), then ranked retrieval (`_ranked_retrieval`: the postings that
 `campaigns.reads.postings_cache` does not hold — none when no turn was appended since —
-then the hits with their neighbours: 1 or 2) — at most eleven statements at 100 turns
-or 50,000; on PostgreSQL `precompiled.run_all` sends the first nine in two round trips
-(experiment/participants/events, then the rest), and in one when the role's last pack
-read the same (`_ahead`), and the two retrieval statements are prepared too.
+then the hits with their neighbours, but those the window's rows hold: 0 to 2) — at
+most eleven statements at 100 turns or 50,000; on PostgreSQL `precompiled.run_all` sends
+the first nine in two round trips (experiment/participants/events, then the rest), and
+in one when the role's last pack read the same (`_ahead`), with the new matches of the
+last query's held words (`_Held`); the two retrieval statements are prepared too.
 `full_history` loads everything it is asked to.
 
 `pack_for_role` answers from `campaigns.services.pack_cache` when nothing a pack reads
@@ -46,6 +47,7 @@ from campaigns.reads import (
     window_cache,
 )
 from campaigns.reads.precompiled import Query, compile_once, json_value, keep_bounded, run_all
+from campaigns.reads.search import ALL_SEQS
 from campaigns.reads.selectors import Viewer
 from campaigns.services.memory.retrieval import PINS_READ, pinned_from_rows
 from context_engine.commands import history_needs
@@ -117,8 +119,14 @@ def pack_input_for_role(
     ]
     # Round trip 1: the experiment, its participants, its last command events — and on
     # PostgreSQL, sent with them, round trip 2 as the role's last pack made it (`_ahead`).
-    ahead_key, ahead = _ahead(experiment_id, role)
-    rows = run_all([*first, *(ahead.queries if ahead is not None else ())])
+    ahead_key, ahead, held = _ahead(experiment_id, role)
+    rows = run_all(
+        [
+            *first,
+            *(ahead.queries if ahead is not None else ()),
+            *((held.query,) if held is not None else ()),
+        ]
+    )
     found, participant_rows, event_rows = rows[:3]
     if not found:
         raise Experiment.DoesNotExist(f"No experiment {experiment_id}.")
@@ -149,19 +157,17 @@ def pack_input_for_role(
     # it was sent ahead (`_ahead`) from the inputs this pack has, or as the statements
     # this pack makes (a new round moves the window's bounds, not its appended read).
     inputs = _SecondInputs(experiment_id, role, viewer, needs, backlog, created_at, last_seq)
+    sent = rows[3 : 3 + len(ahead.queries)] if ahead is not None else []
     if ahead is not None and replace(ahead.inputs, last_seq=last_seq) == inputs:
-        second, second_rows = ahead, rows[3:]
+        second, second_rows = ahead, sent
     else:
         second = _second_reads(inputs)
         # `Query` compares as a dataclass: the same compiled statement (it has no __eq__:
         # by identity), values and row handling.
         if ahead is not None and ahead.queries == second.queries:
-            second_rows = rows[3:]
+            second_rows = sent
         else:
-            second_rows = run_all(second.queries)
-    if ahead_key is not None:
-        with _ahead_lock:
-            keep_bounded(_ahead_inputs, {ahead_key: inputs}, MAX_AHEAD)
+            second_rows, held = run_all(second.queries), None  # what was sent reads otherwise
     window_read = second.window_read
     changes, window, monologues, stubs, pins, lore, summaries = second_rows
     stamp = None
@@ -181,15 +187,20 @@ def pack_input_for_role(
     views = [adapters.turn_view_row(row, dm_roles) for row in window]
     views.extend(adapters.stub_view_row(row, dm_roles) for row in stubs)
     loaded = [view for view in views if view.content]
+    query = query_for(input_text, loaded, participants)
+    if ahead_key is not None:
+        with _ahead_lock:
+            keep_bounded(_ahead_inputs, {ahead_key: _Last(inputs, tuple(query.words))}, MAX_AHEAD)
     hits, around = _ranked_retrieval(
         experiment_id,
         viewer,
         needs,
-        query_for(input_text, loaded, participants),
+        query,
         dm_roles,
         backlog=backlog,
         stamp=stamp,
         window=held_by_window,
+        held=held.postings(rows[-1]) if held is not None and stamp is not None else None,
     )
 
     # Results of the role's own /search, /lore, /timeline since its last turn (SPEC §5.8).
@@ -297,19 +308,73 @@ def _second_reads(inputs: _SecondInputs) -> _SecondReads:
 # against ~0.2 ms back to back, so one fewer is worth more than a statement's own time.
 MAX_AHEAD = 1024  # (database, experiment, role) entries
 _ahead_lock = threading.Lock()
-_ahead_inputs: OrderedDict[tuple, _SecondInputs] = OrderedDict()
 
 
-def _ahead(experiment_id: int, role: str) -> tuple[tuple | None, _SecondReads | None]:
-    """The key to keep this pack's inputs under, and round trip 2 made from the role's
-    last pack's inputs (None on SQLite, which has no round trips to save, or without a
-    last pack)."""
+@dataclass(frozen=True)
+class _Last:
+    """A role's last pack: round trip 2's inputs and its query's words."""
+
+    inputs: _SecondInputs
+    words: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Held:
+    """The postings past the seq this process holds them to, for the role's last query's
+    words, sent with round trip 1: after a new turn a pack reads the same words' new
+    matches, and often no other word (its input and three of its four context turns are
+    the last pack's). Used only with round trip 2's rows (one snapshot, the same reader);
+    words it does not cover are read as before (`_ranked_retrieval`)."""
+
+    words: tuple[str, ...]
+    since: tuple[int, ...]
+    query: Query
+
+    def postings(self, rows: list[tuple]) -> dict[str, tuple[int, list]]:
+        by_word = search.postings_by_word(list(self.words), rows)
+        return {w: (after, by_word[w]) for w, after in zip(self.words, self.since, strict=True)}
+
+
+_ahead_inputs: OrderedDict[tuple, _Last] = OrderedDict()
+
+
+def _ahead(experiment_id: int, role: str) -> tuple[tuple | None, _SecondReads | None, _Held | None]:
+    """The key to keep this pack's inputs under, round trip 2 made from the role's last
+    pack's inputs, and the postings held for its query's words (None on SQLite, which
+    has no round trips to save, or without a last pack)."""
     if connection.vendor != "postgresql":
-        return None, None
+        return None, None, None
     key = (postings_cache.database_key(), experiment_id, role)
     with _ahead_lock:
         last = _ahead_inputs.get(key)
-    return key, (_second_reads(last) if last is not None else None)
+    if last is None:
+        return key, None, None
+    inputs, held = last.inputs, None
+    if last.words and not inputs.backlog:
+        since = postings_cache.held_since(
+            experiment_id=experiment_id,
+            created_at=inputs.created_at,
+            viewer=inputs.viewer,
+            words=last.words,
+        )
+        # Only words whose postings are held: their new matches are a few rows, where a
+        # word's whole read (up to DF_CAP rows, in the batch as JSON) may go unused.
+        pairs = [
+            (word, after)
+            for word, after in zip(last.words, since, strict=True)
+            if after != ALL_SEQS
+        ]
+        if pairs:
+            words, after = tuple(word for word, _ in pairs), tuple(a for _, a in pairs)
+            query = search.postings_query(
+                experiment_id=experiment_id,
+                viewer=inputs.viewer,
+                words=list(words),
+                backlog=False,
+                since=list(after),
+            )
+            held = _Held(words, after, query)
+    return key, _second_reads(inputs), held
 
 
 def clear_ahead() -> None:
@@ -386,6 +451,27 @@ def _window_read(experiment_id: int, viewer: Viewer, needs, backlog: bool, creat
     )
 
 
+def covered_by_held(
+    held: dict[str, tuple[int, list]], wanted: list[str], since: list[int]
+) -> tuple[dict[str, list], list[str], list[int]]:
+    """The postings ``held`` gives for ``wanted`` words past their ``since`` seqs, and
+    the words (with their seqs) it does not cover. ``held``: per word, the seq a read
+    went past and its rows (`_Held.postings`). A read past an older or the same seq
+    holds the word's matches past ``since``: the newest of them, at most DF_CAP, as a
+    read past ``since`` would give (the rows past ``since`` are the newest ones)."""
+    found: dict[str, list] = {}
+    rest_words: list[str] = []
+    rest_since: list[int] = []
+    for word, after in zip(wanted, since, strict=True):
+        sent = held.get(word)
+        if sent is not None and sent[0] <= after:
+            found[word] = [posting for posting in sent[1] if posting[1] > after]
+        else:
+            rest_words.append(word)
+            rest_since.append(after)
+    return found, rest_words, rest_since
+
+
 def _window_for_hits(window: list[tuple], viewer: Viewer, needs, stamp) -> hit_cache.Window | None:
     """The window's rows as `hit_cache.window_hit_rows` may serve hits from: with the hit
     cache (a stamp), for a reader who is not a judge (a judge's neighbours may be
@@ -420,6 +506,7 @@ def _ranked_retrieval(
     backlog=None,
     stamp: postings_cache.Stamp | None = None,
     window: hit_cache.Window | None = None,
+    held: dict[str, tuple[int, list]] | None = None,
 ):
     """The retrieval hits, best first, and their neighbours (SPEC §5.8): the postings of
     the query's words from the turns' term rows (one statement; with a ``stamp``, only
@@ -433,10 +520,16 @@ def _ranked_retrieval(
     words = query.words
 
     def read(wanted: list[str], since: list[int] | None = None) -> dict:
+        found: dict[str, list] = {}
+        if held is not None and since is not None:
+            found, wanted, since = covered_by_held(held, wanted, since)
+            if not wanted:
+                return found
         query_rows = search.postings_query(
             experiment_id=experiment_id, viewer=viewer, words=wanted, backlog=backlog, since=since
         )
-        return search.postings_by_word(wanted, query_rows.rows() if query_rows else [])
+        found.update(search.postings_by_word(wanted, query_rows.rows() if query_rows else []))
+        return found
 
     # Every readable turn ranks, the role's own monologues too (the selectors give a
     # player its own and no other's): an agent's older plans are found when asked for.

@@ -54,10 +54,13 @@ def campaign(owner):
 
 
 def _pack(experiment, role: str) -> tuple[str, int]:
-    """The role's pack (built, not from the pack cache) and its statements."""
+    """The role's pack (built, not from the pack cache) and its statements, but the
+    hits' rows: those are skipped when the window holds the hits (a player's, not a
+    judge's: `hit_cache.window_hit_rows`), whatever was sent ahead."""
     with CaptureQueriesContext(connection) as captured:
         pack = pack_for_role(experiment=experiment, role=role, input_text=INPUT, use_cache=False)
-    return pack_to_json(pack), len(captured.captured_queries)
+    statements = [q["sql"] for q in captured.captured_queries]
+    return pack_to_json(pack), sum("hits AS MATERIALIZED" not in sql for sql in statements)
 
 
 def _without_ahead(experiment, role: str) -> str:
@@ -128,3 +131,43 @@ def test_a_changed_window_or_many_appended_turns_read_as_without(campaign):
     pack, _ = _pack(campaign, "Cassia")
     assert f"step {window_cache.MAX_APPENDED + 3}" in pack
     assert pack == _without_ahead(campaign, "Cassia")
+
+
+def _standalone_postings_reads(experiment, role: str) -> tuple[str, int]:
+    """The role's pack, and how many statements read postings on their own."""
+    with CaptureQueriesContext(connection) as captured:
+        pack = pack_for_role(experiment=experiment, role=role, input_text=INPUT, use_cache=False)
+    alone = [  # PostgreSQL's statement, SQLite's
+        q["sql"]
+        for q in captured.captured_queries
+        if q["sql"].startswith(('SELECT "w"', "SELECT 0 AS word"))
+    ]
+    return pack_to_json(pack), len(alone)
+
+
+def test_a_new_turn_with_no_new_query_word_reads_its_postings_with_round_trip_1(campaign):
+    """The held words' new matches come with the first round trip (`context._Held`): a
+    turn that brings no word the last query lacked costs no postings statement; one that
+    does costs one, for its new words only. Either pack is the pack built without."""
+    _pack(campaign, "Thorin")
+    make_turn(campaign, round=2, content="Brinewick oil.")
+    pack, alone = _standalone_postings_reads(campaign, "Thorin")
+    assert alone == (0 if connection.vendor == "postgresql" else 1)
+    assert "Brinewick oil." in pack
+    assert pack == _without_ahead(campaign, "Thorin")
+    make_turn(campaign, round=2, content="Saltmarsh lanterns gutter.")
+    pack, alone = _standalone_postings_reads(campaign, "Thorin")
+    assert alone == 1
+    assert pack == _without_ahead(campaign, "Thorin")
+
+
+def test_held_postings_cover_a_word_only_from_the_seq_they_were_read_past():
+    """A word's postings read past seq 10 answer a read past 10 or later (the cache's
+    entry may have moved on since they were sent): only the matches past it; a read
+    past an earlier seq, or a word not sent, is left to the database."""
+    held = {"oil": (10, [(7, 15, 3), (6, 12, 3), (5, 11, 3)]), "salt": (10, [])}
+    found, words, since = context.covered_by_held(held, ["oil", "salt", "gate"], [10, 4, 10])
+    assert found == {"oil": [(7, 15, 3), (6, 12, 3), (5, 11, 3)]}
+    assert (words, since) == (["salt", "gate"], [4, 10])
+    found, _, _ = context.covered_by_held(held, ["oil"], [12])
+    assert found == {"oil": [(7, 15, 3)]}
