@@ -145,7 +145,7 @@ class Query:
     compiled: Precompiled
     values: dict[str, Any]
     post: Callable[[list[tuple]], list[tuple]] | None = None
-    # Rows kept by the client between runs, under this key (see `KEPT_ROWS`).
+    # Rows kept by the client between runs, under this key (kept rows: `ROW_VERSION`).
     keep: Hashable | None = None
 
     def finish(self, rows: list[tuple]) -> list[tuple]:
