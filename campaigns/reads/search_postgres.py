@@ -118,7 +118,7 @@ def _per_word(
         f'SELECT "w"."i" - 1 AS "word", {listed} FROM {_WORDS} '
         f'CROSS JOIN LATERAL ({one_word}) AS "t" ORDER BY 1, "t"."seq" DESC'
     )
-    # Columns named, so `run_all` may send it with other statements (`context._ahead`).
+    # Columns named, so `run_all` may send it with other statements (`context_ahead.ahead`).
     named = tuple((name, False) for name in ("word", *columns))
     return Precompiled(sql, (("queries", None), ("since", None), *params), named, prepare=prepare)
 

@@ -17,7 +17,7 @@ A bound that moved down (a command that widens the window), a count that moved, 
 than `MAX_APPENDED` turns appended reads the window in full. The appended turns' read is
 itself bounded by `MAX_APPENDED` seqs, and `finish` takes it only when the stamp's newest
 seq is within them: so a read made for an older newest seq (the pack loader sends round
-trip 2 ahead with the role's last pack's, `context._ahead`) is still exact, and small.
+trip 2 ahead with the role's last pack's, `context_ahead.ahead`) is still exact, and small.
 The count is read before the window (`context.pack_input_for_role`): rows read after it
 are never older than it, so a change between the two can only make the kept rows
 unusable, never wrongly usable.

@@ -17,8 +17,9 @@ cache's stamp (1), then ranked retrieval (`_ranked_retrieval`: the postings that
 then the hits with their neighbours, but those the window's rows hold: 0 to 2) — at
 most eleven statements at 100 turns or 50,000; on PostgreSQL `precompiled.run_all` sends
 the first nine in two round trips (experiment/participants/events, then the rest), and
-in one when the role's last pack read the same (`_ahead`), with the new matches of the
-last query's held words (`_Held`); the two retrieval statements are prepared too.
+in one when the role's last pack read the same, with the new matches of the last
+query's held words (`campaigns.services.context_ahead`); the two retrieval statements
+are prepared too.
 `full_history` loads everything it is asked to.
 
 `pack_for_role` answers from `campaigns.services.pack_cache` when nothing a pack reads
@@ -27,12 +28,8 @@ has changed since the same pack was built.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
 
-from django.db import connection
 from django.db.models import Exists, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 
@@ -46,15 +43,14 @@ from campaigns.reads import (
     selectors,
     window_cache,
 )
-from campaigns.reads.precompiled import Query, compile_once, json_value, keep_bounded, run_all
-from campaigns.reads.search import ALL_SEQS
+from campaigns.reads.precompiled import Query, compile_once, json_value, run_all
 from campaigns.reads.selectors import Viewer
-from campaigns.services.memory.retrieval import PINS_READ, pinned_from_rows
+from campaigns.services import context_ahead
+from campaigns.services.memory.retrieval import pinned_from_rows
 from context_engine.commands import history_needs
 from context_engine.pack import build_pack
 from context_engine.retrieval import query_for, ranked_hits
-from context_engine.types import HistoryNeeds, ModelWindow, Pack, PackInput, ParticipantView
-from context_engine.visibility import audience_key
+from context_engine.types import ModelWindow, Pack, PackInput, ParticipantView
 
 MAX_INPUT_CHARS = 20_000
 EVENTS_LOADED = 5
@@ -118,8 +114,9 @@ def pack_input_for_role(
         _events_query(experiment_id),
     ]
     # Round trip 1: the experiment, its participants, its last command events — and on
-    # PostgreSQL, sent with them, round trip 2 as the role's last pack made it (`_ahead`).
-    ahead_key, ahead, held = _ahead(experiment_id, role)
+    # PostgreSQL, sent with them, round trip 2 as the role's last pack made it
+    # (`context_ahead.ahead`).
+    ahead_key, ahead, held = context_ahead.ahead(experiment_id, role)
     rows = run_all(
         [
             *first,
@@ -154,14 +151,17 @@ def pack_input_for_role(
     input_text = input_text[:MAX_INPUT_CHARS]
 
     # Round trip 2 (PostgreSQL; one statement each on SQLite): everything else — unless
-    # it was sent ahead (`_ahead`) from the inputs this pack has, or as the statements
-    # this pack makes (a new round moves the window's bounds, not its appended read).
-    inputs = _SecondInputs(experiment_id, role, viewer, needs, backlog, created_at, last_seq)
+    # it was sent ahead (`context_ahead.ahead`) from the inputs this pack has, or as the
+    # statements this pack makes (a new round moves the window's bounds, not its appended
+    # read).
+    inputs = context_ahead.SecondInputs(
+        experiment_id, role, viewer, needs, backlog, created_at, last_seq
+    )
     sent = rows[3 : 3 + len(ahead.queries)] if ahead is not None else []
     if ahead is not None and replace(ahead.inputs, last_seq=last_seq) == inputs:
         second, second_rows = ahead, sent
     else:
-        second = _second_reads(inputs)
+        second = context_ahead.second_reads(inputs)
         # `Query` compares as a dataclass: the same compiled statement (it has no __eq__:
         # by identity), values and row handling.
         if ahead is not None and ahead.queries == second.queries:
@@ -189,8 +189,7 @@ def pack_input_for_role(
     loaded = [view for view in views if view.content]
     query = query_for(input_text, loaded, participants)
     if ahead_key is not None:
-        with _ahead_lock:
-            keep_bounded(_ahead_inputs, {ahead_key: _Last(inputs, tuple(query.words))}, MAX_AHEAD)
+        context_ahead.remember(ahead_key, inputs, tuple(query.words))
     hits, around = _ranked_retrieval(
         experiment_id,
         viewer,
@@ -234,153 +233,6 @@ def pack_input_for_role(
         events=events,
         pinned_retrieval=pinned,
     )
-
-
-@dataclass(frozen=True)
-class _SecondInputs:
-    """What round trip 2's statements are made of (`_second_reads`)."""
-
-    experiment_id: int
-    role: str
-    viewer: Viewer
-    needs: HistoryNeeds
-    backlog: bool
-    created_at: Any
-    last_seq: int
-
-
-@dataclass(frozen=True)
-class _SecondReads:
-    inputs: _SecondInputs
-    window_read: window_cache.WindowRead
-    queries: list[Query | None]
-
-
-def _second_reads(inputs: _SecondInputs) -> _SecondReads:
-    """Round trip 2's statements: the caches' stamp first (on SQLite every later read is
-    then at least as new as it), the window, own monologues, whisper stubs, pins, lore,
-    and the newest digest and strategic summary.
-
-    The newest seq (``inputs.last_seq``) only chooses how the window is read (the turns
-    appended since the kept window, or all of it), and either read is right whatever the
-    newest seq then is (`window_cache.finish` checks the appended read against it): so
-    statements made from inputs that differ only in it are right for both (`_ahead`)."""
-    experiment_id, viewer, needs = inputs.experiment_id, inputs.viewer, inputs.needs
-    window_read = _window_read(
-        experiment_id, viewer, needs, inputs.backlog, inputs.created_at, inputs.last_seq
-    )
-    queries = [
-        # The caches' stamp (none while an import waits for its term rows).
-        None
-        if inputs.backlog
-        else packs.turn_change_count_query(experiment_id=experiment_id, viewer=viewer),
-        window_read.query,
-        _monologue_query(experiment_id, viewer, inputs.role, needs),
-        packs.whisper_stub_query(
-            experiment_id=experiment_id,
-            viewer=viewer,
-            from_round=needs.from_round,
-            last_turns=needs.last_turns,
-            full=needs.full,
-        )
-        if needs.unreadable_whispers and not viewer.omniscient
-        else None,
-        packs.pin_id_query(experiment_id=experiment_id, role=inputs.role, count=PINS_READ),
-        packs.lore_query(experiment_id=experiment_id, viewer=viewer),
-        packs.newest_summary_query(
-            experiment_id=experiment_id, viewer=viewer, own_key=audience_key((inputs.role,))
-        ),
-    ]
-    return _SecondReads(inputs, window_read, queries)
-
-
-# Round trip 2 sent ahead (PostgreSQL). Its statements are made from what round trip 1
-# reads (the viewer, from the participants; what the window holds, from the config, the
-# round and the events; whether an import waits), yet between two packs of one role that
-# is nearly always the same, the newest seq aside (`_second_reads`). So round trip 1 also
-# carries round trip 2 as made from the inputs of the role's last pack, and its rows are
-# used only when this pack's inputs are the same, or when the statements this pack makes
-# are the same (a new round: the window's bounds moved, but its read of the appended
-# turns did not); else they are dropped unused and round trip 2 runs as before. What is
-# sent ahead reads as the role's last pack's viewer did, and both round trips then read
-# one snapshot (one statement). A round trip waits for the server's process to wake:
-# measured here, a `SELECT 1` after 3 ms of the client's own work takes ~0.7-1.0 ms
-# against ~0.2 ms back to back, so one fewer is worth more than a statement's own time.
-MAX_AHEAD = 1024  # (database, experiment, role) entries
-_ahead_lock = threading.Lock()
-
-
-@dataclass(frozen=True)
-class _Last:
-    """A role's last pack: round trip 2's inputs and its query's words."""
-
-    inputs: _SecondInputs
-    words: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class _Held:
-    """The postings past the seq this process holds them to, for the role's last query's
-    words, sent with round trip 1: after a new turn a pack reads the same words' new
-    matches, and often no other word (its input and three of its four context turns are
-    the last pack's). Used only with round trip 2's rows (one snapshot, the same reader);
-    words it does not cover are read as before (`_ranked_retrieval`)."""
-
-    words: tuple[str, ...]
-    since: tuple[int, ...]
-    query: Query
-
-    def postings(self, rows: list[tuple]) -> dict[str, tuple[int, list]]:
-        by_word = search.postings_by_word(list(self.words), rows)
-        return {w: (after, by_word[w]) for w, after in zip(self.words, self.since, strict=True)}
-
-
-_ahead_inputs: OrderedDict[tuple, _Last] = OrderedDict()
-
-
-def _ahead(experiment_id: int, role: str) -> tuple[tuple | None, _SecondReads | None, _Held | None]:
-    """The key to keep this pack's inputs under, round trip 2 made from the role's last
-    pack's inputs, and the postings held for its query's words (None on SQLite, which
-    has no round trips to save, or without a last pack)."""
-    if connection.vendor != "postgresql":
-        return None, None, None
-    key = (postings_cache.database_key(), experiment_id, role)
-    with _ahead_lock:
-        last = _ahead_inputs.get(key)
-    if last is None:
-        return key, None, None
-    inputs, held = last.inputs, None
-    if last.words and not inputs.backlog:
-        since = postings_cache.held_since(
-            experiment_id=experiment_id,
-            created_at=inputs.created_at,
-            viewer=inputs.viewer,
-            words=last.words,
-        )
-        # Only words whose postings are held: their new matches are a few rows, where a
-        # word's whole read (up to DF_CAP rows, in the batch as JSON) may go unused.
-        pairs = [
-            (word, after)
-            for word, after in zip(last.words, since, strict=True)
-            if after != ALL_SEQS
-        ]
-        if pairs:
-            words, after = tuple(word for word, _ in pairs), tuple(a for _, a in pairs)
-            query = search.postings_query(
-                experiment_id=experiment_id,
-                viewer=inputs.viewer,
-                words=list(words),
-                backlog=False,
-                since=list(after),
-            )
-            held = _Held(words, after, query)
-    return key, _second_reads(inputs), held
-
-
-def clear_ahead() -> None:
-    """Forget every role's last inputs (tests, benchmarks)."""
-    with _ahead_lock:
-        _ahead_inputs.clear()
 
 
 def _experiment_query(experiment_id: int) -> Query:
@@ -435,43 +287,6 @@ def _events_query(experiment_id: int) -> Query:
     return Query(compiled, {"experiment": experiment_id})
 
 
-def _window_read(experiment_id: int, viewer: Viewer, needs, backlog: bool, created_at, last_seq):
-    """The window's read (`window_cache`), or everything for ``full_history``."""
-    if needs.full:
-        everything = packs.all_turn_query(experiment_id=experiment_id, viewer=viewer)
-        return window_cache.WindowRead(query=everything, full=everything)
-    if backlog:  # no stamp: read in full, keep nothing
-        return window_cache.window_read(experiment_id=experiment_id, viewer=viewer, needs=needs)
-    return window_cache.window_read(
-        experiment_id=experiment_id,
-        viewer=viewer,
-        needs=needs,
-        created_at=created_at,
-        last_seq=last_seq,
-    )
-
-
-def covered_by_held(
-    held: dict[str, tuple[int, list]], wanted: list[str], since: list[int]
-) -> tuple[dict[str, list], list[str], list[int]]:
-    """The postings ``held`` gives for ``wanted`` words past their ``since`` seqs, and
-    the words (with their seqs) it does not cover. ``held``: per word, the seq a read
-    went past and its rows (`_Held.postings`). A read past an older or the same seq
-    holds the word's matches past ``since``: the newest of them, at most DF_CAP, as a
-    read past ``since`` would give (the rows past ``since`` are the newest ones)."""
-    found: dict[str, list] = {}
-    rest_words: list[str] = []
-    rest_since: list[int] = []
-    for word, after in zip(wanted, since, strict=True):
-        sent = held.get(word)
-        if sent is not None and sent[0] <= after:
-            found[word] = [posting for posting in sent[1] if posting[1] > after]
-        else:
-            rest_words.append(word)
-            rest_since.append(after)
-    return found, rest_words, rest_since
-
-
 def _window_for_hits(window: list[tuple], viewer: Viewer, needs, stamp) -> hit_cache.Window | None:
     """The window's rows as `hit_cache.window_hit_rows` may serve hits from: with the hit
     cache (a stamp), for a reader who is not a judge (a judge's neighbours may be
@@ -485,15 +300,6 @@ def _window_for_hits(window: list[tuple], viewer: Viewer, needs, stamp) -> hit_c
         return None
     complete_from = window_cache.transcript_from(window, needs.last_turns)
     return hit_cache.Window(window, complete_from, needs.from_round)
-
-
-def _monologue_query(experiment_id: int, viewer: Viewer, role: str, needs) -> Query | None:
-    """The role's own newest monologues (none for ``full_history``: it reads them all)."""
-    if needs.full or not needs.monologue_count:
-        return None
-    return packs.own_monologue_query(
-        experiment_id=experiment_id, viewer=viewer, speaker=role, count=needs.monologue_count
-    )
 
 
 def _ranked_retrieval(
@@ -522,7 +328,7 @@ def _ranked_retrieval(
     def read(wanted: list[str], since: list[int] | None = None) -> dict:
         found: dict[str, list] = {}
         if held is not None and since is not None:
-            found, wanted, since = covered_by_held(held, wanted, since)
+            found, wanted, since = context_ahead.covered_by_held(held, wanted, since)
             if not wanted:
                 return found
         query_rows = search.postings_query(

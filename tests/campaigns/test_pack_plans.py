@@ -10,7 +10,7 @@ from django.db import connection
 from campaigns import bench
 from campaigns.models import Experiment
 from campaigns.reads import precompiled, search, selectors, window_cache
-from campaigns.services import context, transcripts
+from campaigns.services import context_ahead, transcripts
 from campaigns.services.context import pack_for_role
 from context_engine.types import STRATEGIES
 from tests.plans import pg_generic_plan, pg_nested_plans
@@ -42,14 +42,14 @@ def _pack_statements() -> dict[str, tuple[int, int]]:
 
 
 def test_pack_reads_are_prepared_once_and_never_planned_again(campaign):
-    context.clear_ahead()
+    context_ahead.clear_ahead()
     before = _pack_statements()
     for _ in range(5):
         pack_for_role(experiment=campaign, role="Thorin", input_text=INPUT, use_cache=False)
     after = _pack_statements()
     ran = {sql: plans for sql, plans in after.items() if plans != before.get(sql)}
     # The first pack's two round trips, then one a pack: round trip 2 sent with round
-    # trip 1 (`context._ahead`). Each prepared once and run on its generic plan.
+    # trip 1 (`context_ahead.ahead`). Each prepared once and run on its generic plan.
     runs = {
         sql: (generic - before.get(sql, (0, 0))[0], custom)
         for sql, (generic, custom) in ran.items()

@@ -1,4 +1,4 @@
-"""Round trip 2 sent ahead (`context._ahead`, PostgreSQL): a role's next pack reads in
+"""Round trip 2 sent ahead (`context_ahead.ahead`, PostgreSQL): a role's next pack reads in
 one round trip what took two, and is the pack it would be without — also when the round
 moves on, and when the role now reads otherwise (what was sent ahead is then dropped).
 
@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 
 from campaigns.models import Experiment, Participant
 from campaigns.reads import hit_cache, postings_cache, window_cache
-from campaigns.services import context
+from campaigns.services import context_ahead
 from campaigns.services.context import pack_for_role
 from context_engine.render import pack_to_json
 from tests.factories import make_experiment, make_turn
@@ -26,7 +26,7 @@ INPUT = "Where is the brinewick oil?"
 @pytest.fixture(autouse=True)
 def _empty_caches():
     def clear():
-        context.clear_ahead()
+        context_ahead.clear_ahead()
         window_cache.clear()
         postings_cache.clear()
         hit_cache.clear()
@@ -65,12 +65,12 @@ def _pack(experiment, role: str) -> tuple[str, int]:
 
 def _without_ahead(experiment, role: str) -> str:
     """The same pack with nothing sent ahead (the role's last inputs forgotten)."""
-    kept = dict(context._ahead_inputs)
-    context.clear_ahead()
+    kept = dict(context_ahead._last_packs)
+    context_ahead.clear_ahead()
     try:
         return _pack(experiment, role)[0]
     finally:
-        context._ahead_inputs.update(kept)
+        context_ahead._last_packs.update(kept)
 
 
 def _one_fewer_on_postgresql(first: int, then: int) -> None:
@@ -146,7 +146,7 @@ def _standalone_postings_reads(experiment, role: str) -> tuple[str, int]:
 
 
 def test_a_new_turn_with_no_new_query_word_reads_its_postings_with_round_trip_1(campaign):
-    """The held words' new matches come with the first round trip (`context._Held`): a
+    """The held words' new matches come with the first round trip (`context_ahead.Held`): a
     turn that brings no word the last query lacked costs no postings statement; one that
     does costs one, for its new words only. Either pack is the pack built without."""
     _pack(campaign, "Thorin")
@@ -166,8 +166,8 @@ def test_held_postings_cover_a_word_only_from_the_seq_they_were_read_past():
     entry may have moved on since they were sent): only the matches past it; a read
     past an earlier seq, or a word not sent, is left to the database."""
     held = {"oil": (10, [(7, 15, 3), (6, 12, 3), (5, 11, 3)]), "salt": (10, [])}
-    found, words, since = context.covered_by_held(held, ["oil", "salt", "gate"], [10, 4, 10])
+    found, words, since = context_ahead.covered_by_held(held, ["oil", "salt", "gate"], [10, 4, 10])
     assert found == {"oil": [(7, 15, 3), (6, 12, 3), (5, 11, 3)]}
     assert (words, since) == (["salt", "gate"], [4, 10])
-    found, _, _ = context.covered_by_held(held, ["oil"], [12])
+    found, _, _ = context_ahead.covered_by_held(held, ["oil"], [12])
     assert found == {"oil": [(7, 15, 3)]}
