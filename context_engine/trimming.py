@@ -228,8 +228,9 @@ def _best_first(lines) -> list[Line]:
 def _rendered(header: str, kept: list[Line]) -> tuple[list[Line], str, int]:
     """``kept`` in render order, the section's text, and its exact token count."""
     ordered = sorted(kept, key=_RENDER_ORDER)
-    text = render(header, [line.text for line in ordered])
-    return ordered, text, textops.count_uncached(text) if text else 0
+    texts = [header, *(line.text for line in ordered)] if ordered else []
+    # Counted from the lines it joins (`tokens.count_joined`): the same number.
+    return ordered, "\n".join(texts), tokens.count_joined(texts)
 
 
 def cap(section: Section, events: list[TrimEvent], warnings: list[str]) -> Section:

@@ -7,6 +7,8 @@ order within their budgets (the digest may borrow from the transcript at Strain 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from context_engine import retrieval, strain, textops, tokens
 from context_engine import sections as secs
 from context_engine.candidates import View
@@ -26,7 +28,7 @@ from context_engine.strategies.common import (
     window_text_lower,
 )
 from context_engine.trimming import Line, assemble, entry_line, fixed_line, protected_refs
-from context_engine.types import SECTION_NAMES, PackInput, TrimEvent
+from context_engine.types import SECTION_NAMES, PackInput, TrimEvent, TurnView
 
 RECENT_HEADER = "## Recent events"
 SHIFT_DIVISOR = 4  # of what Strain III frees in the window, the digest may take this share
@@ -112,7 +114,7 @@ def recent_builder(
     anchors: list[Entry],
     recapped: list[Entry],
     protected: frozenset[str],
-    extension: list[Entry],
+    extension: list[Line],
     retrieved: set[str],
 ):
     """The recent section: anchors, scene recap, window, engine notice (in that order).
@@ -124,18 +126,7 @@ def recent_builder(
 
     def build(budget: int):
         lines = [entry_line(e, protected, order_group=0) for e in anchors if e.ref not in retrieved]
-        lines += [
-            Line(
-                (0, e.seq),
-                e.line,
-                e.item,
-                e.cost,
-                (-2, e.seq),
-                "lent room: older turns before the window, oldest first",
-            )
-            for e in extension
-            if e.ref not in retrieved
-        ]
+        lines += [line for line in extension if line.item.ref not in retrieved]
         events: list[TrimEvent] = []
         recap = strain.scene_recap(recapped)
         if recap:
@@ -177,24 +168,41 @@ def recent_builder(
     return build
 
 
-def extension_entries(view: View, in_window: set[str], tier: str, reach: int) -> list[Entry]:
+def extension_lines(view: View, in_window: set[str], tier: str, reach: int) -> list[Line]:
     """Turns outside the window that the recent window may reach back to with lent room:
     among the last ``reach`` transcript turns (`commands.lending_turns`, what the loader
     reads), never what a /checkpoint or /clear cut (what they cut stays out of the
     window; ranked retrieval still finds it), no monologues or hinge anchors, and only
-    below Strain II (a strained window stays short)."""
+    below Strain II (a strained window stays short). As lines, dropped oldest first."""
     if tier not in ("normal", "strain_1") or reach <= 0:
         return []
     cut = view.cut.seq if view.cut is not None else None
     transcript = [t for t in view.turns if view.omniscient or t.kind != "monologue"]
     return [
-        turn_entry(t)
-        for t in transcript[-reach:]
-        if f"turn:{t.id}" not in in_window
-        and t.kind != "monologue"
-        and not t.hinge
-        and (cut is None or t.seq > cut)
+        line
+        for line in map(_lent_line, transcript[-reach:])
+        if line is not None
+        and line.item.ref not in in_window
+        and (cut is None or line.order[1] > cut)
     ]
+
+
+@lru_cache(maxsize=32768)
+def _lent_line(turn: TurnView) -> Line | None:
+    """A turn's line in the window's lent room (None for a monologue or a hinge turn),
+    kept per turn as `turn_entry` is: a pack offers ~140 of them, the same as the last
+    pack's but one."""
+    if turn.kind == "monologue" or turn.hinge:
+        return None
+    e = turn_entry(turn)
+    return Line(
+        (0, e.seq),
+        e.line,
+        e.item,
+        e.cost,
+        (-2, e.seq),
+        "lent room: older turns before the window, oldest first",
+    )
 
 
 def build(inp: PackInput, view: View) -> Draft:
@@ -290,7 +298,7 @@ def build(inp: PackInput, view: View) -> Draft:
     in_recent: set[str] = set()
     retrieved: set[str] = set()
     after_retrieval = [False]  # the recent window's second build comes after retrieval
-    extension = extension_entries(view, {e.ref for e in window}, tier, lending_turns(config))
+    extension = extension_lines(view, {e.ref for e in window}, tier, lending_turns(config))
 
     def frozen(budget: int):
         section, events, warnings, ids = secs.frozen_section(view, inp.hook, budget, lore, named)

@@ -126,3 +126,33 @@ def test_a_short_text_of_several_lines_counts_the_same_as_one_encoding_of_it(lin
     text = "\n".join(lines)[: tokens.CACHED_TEXT_CHARS]
     tokens._count_cached.cache_clear()  # counted afresh, not a cached earlier answer
     assert tokens.count(text) == encode(text)
+
+
+@settings(max_examples=400)
+@given(st.lists(texts, max_size=12))
+def test_lines_counted_without_joining_them_count_as_their_joined_text(lines):
+    assert tokens.count_joined(lines) == encode("\n".join(lines))
+
+
+@settings(max_examples=60)
+@given(st.lists(texts, min_size=30, max_size=60))
+def test_a_long_section_counted_by_its_lines_counts_as_one_encoding_of_it(lines):
+    lines = [line or "x" for line in lines] * (tokens.CACHED_TEXT_CHARS // 30 + 2)
+    assert tokens.count_joined(lines) == encode("\n".join(lines))
+
+
+def test_a_section_counted_by_its_lines_looks_each_line_up_and_encodes_only_a_new_one():
+    lines = ["## Recent events"] + [f"[R{i}] Wren (action): I count crate {i}." for i in range(50)]
+    assert tokens.count_joined(lines) == encode("\n".join(lines))
+    before = tokens._count_line_cached.cache_info()
+    moved = [*lines, "[R50] Cassia (action): I close it."]
+    assert tokens.count_joined(moved) == encode("\n".join(moved))
+    after = tokens._count_line_cached.cache_info()
+    assert after.misses - before.misses == 1  # the old last line, now with its newline
+    assert after.hits - before.hits == len(lines) - 1  # the header and the other lines
+
+
+def test_lines_that_would_join_the_line_before_are_counted_joined():
+    lines = ["## Recent events", "  | a continuation", "", "\tx"]
+    assert tokens.count_joined(lines) == encode("\n".join(lines))
+    assert tokens.count_joined([]) == 0
