@@ -29,6 +29,7 @@ has changed since the same pack was built.
 from __future__ import annotations
 
 from dataclasses import replace
+from operator import attrgetter
 
 from django.db.models import Exists, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
@@ -54,6 +55,7 @@ from context_engine.types import ModelWindow, Pack, PackInput, ParticipantView
 
 MAX_INPUT_CHARS = 20_000
 EVENTS_LOADED = 5
+_STORY_ORDER = attrgetter("seq", "id")  # a turn's (seq, id) sort key, built in C
 PARTICIPANT_COLUMNS = ("role", "kind", "model", "bio", "identity", "secret", "reveal_round")
 
 
@@ -214,7 +216,7 @@ def pack_input_for_role(
     return PackInput(
         role=role,
         participants=tuple(participants),
-        turns=tuple(sorted(views, key=lambda t: (t.seq, t.id))),
+        turns=tuple(sorted(views, key=_STORY_ORDER)),
         config=config,
         hook=hook,
         rules=rules,
