@@ -36,16 +36,19 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from campaigns.models import Turn
-from campaigns.reads.packs import TURN_COLUMNS
+from campaigns.reads.packs import (
+    TURN_COLUMNS,
+    TURN_KIND,
+    TURN_MONOLOGUE,
+    TURN_ROUND,
+    TURN_SEQ,
+)
 from campaigns.reads.postings_cache import Stamp
 from campaigns.reads.precompiled import database_key, keep_bounded
 
 MAX_HITS = 4096  # (experiment, viewer, neighbours, hit) entries, each a few rows
 
 WIDTH = len(TURN_COLUMNS)
-_SEQ, _ROUND, _KIND = (TURN_COLUMNS.index(c) for c in ("seq", "round", "kind"))
-_MONOLOGUE = str(Turn.Kind.MONOLOGUE)
 
 
 @dataclass(frozen=True)
@@ -164,13 +167,15 @@ def window_hit_rows(
     neighbours are always there: the window holds every readable turn after it. For a
     reader who is not a judge (the loader asks only then)."""
     transcript = [
-        row for row in window.rows if row[_KIND] != _MONOLOGUE and row[_SEQ] >= window.complete_from
+        row
+        for row in window.rows
+        if row[TURN_KIND] != TURN_MONOLOGUE and row[TURN_SEQ] >= window.complete_from
     ]
     position = {row[0]: index for index, row in enumerate(transcript)}
     openings: dict[int, tuple] = {}  # round → its first readable transcript turn
     for row in window.rows:
-        if row[_KIND] != _MONOLOGUE and row[_ROUND] not in openings:
-            openings[row[_ROUND]] = row
+        if row[TURN_KIND] != TURN_MONOLOGUE and row[TURN_ROUND] not in openings:
+            openings[row[TURN_ROUND]] = row
     served: list[tuple] = []
     rest: list[int] = []
     named: dict[int, tuple] = {}
@@ -181,7 +186,7 @@ def window_hit_rows(
             continue
         row = transcript[index]
         whole_round = window.complete_from == 0 or (
-            window.from_round is not None and row[_ROUND] >= window.from_round
+            window.from_round is not None and row[TURN_ROUND] >= window.from_round
         )
         if not whole_round or (index < neighbours and window.complete_from != 0):
             rest.append(hit)
@@ -192,7 +197,7 @@ def window_hit_rows(
             after = transcript[index + 1 + k] if index + 1 + k < len(transcript) else None
             around += [None if before is None else before[0], None if after is None else after[0]]
             named.update((near[0], near) for near in (before, after) if near is not None)
-        opening = openings[row[_ROUND]]
+        opening = openings[row[TURN_ROUND]]
         named[opening[0]] = opening
         served.append((1, *row, *around, opening[0]))
     padding = (None,) * (2 * neighbours + 1)

@@ -48,6 +48,12 @@ TURN_COLUMNS = (
     "hinge",
     "tokens",
 )
+# Where the caches find a `TURN_COLUMNS` row's seq, round, kind and hinge flag
+# (`window_cache`, `hit_cache`), and a monologue row's kind.
+TURN_SEQ, TURN_ROUND, TURN_KIND, TURN_HINGE = (
+    TURN_COLUMNS.index(c) for c in ("seq", "round", "kind", "hinge")
+)
+TURN_MONOLOGUE = str(Turn.Kind.MONOLOGUE)
 # The FROM clause of a selector-built read of turns: the search rewrites it to read the
 # same columns from the term rows or from a function's matches (`over_rows`).
 TURN_TABLE_FROM = ' FROM "campaigns_turn" WHERE '

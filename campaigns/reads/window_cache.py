@@ -35,18 +35,19 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from campaigns.models import Turn
 from campaigns.reads import packs
+from campaigns.reads.packs import (
+    TURN_HINGE,
+    TURN_KIND,
+    TURN_MONOLOGUE,
+    TURN_ROUND,
+    TURN_SEQ,
+)
 from campaigns.reads.postings_cache import Stamp
 from campaigns.reads.precompiled import Query, database_key, keep_bounded
 
 MAX_WINDOWS = 256  # (experiment, viewer, shape) entries, each a window's rows
 MAX_APPENDED = 256  # more turns appended since than this: read the window in full
-
-_SEQ, _ROUND, _KIND, _HINGE = (
-    packs.TURN_COLUMNS.index(c) for c in ("seq", "round", "kind", "hinge")
-)
-_MONOLOGUE = str(Turn.Kind.MONOLOGUE)
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ def finish(read: WindowRead, rows: list[tuple], stamp: Stamp | None) -> list[tup
     if read.key is not None and stamp is not None and not connection.in_atomic_block:
         if bound is None:
             bound = transcript_from(window, read.bounds.last_turns)
-        kept = tuple(row for row in window if row[_SEQ] <= stamp.last_seq)
+        kept = tuple(row for row in window if row[TURN_SEQ] <= stamp.last_seq)
         entry = _Entry(stamp.changes, stamp.last_seq, read.bounds, bound, kept)
         with _lock:
             keep_bounded(_entries, {read.key: entry}, MAX_WINDOWS)
@@ -175,24 +176,24 @@ def transcript_from(rows: list[tuple], last_turns: int) -> int:
         return 0
     seen = 0
     for row in reversed(rows):
-        if row[_KIND] != _MONOLOGUE:
+        if row[TURN_KIND] != TURN_MONOLOGUE:
             seen += 1
             if seen == last_turns:
-                return row[_SEQ]
+                return row[TURN_SEQ]
     return 0
 
 
 def _holds(row: tuple, bounds: Bounds, transcript_from: int) -> bool:
     """Whether the window (`packs.window_turn_query`'s parts) holds ``row``."""
-    if bounds.from_round is not None and row[_ROUND] >= bounds.from_round:
+    if bounds.from_round is not None and row[TURN_ROUND] >= bounds.from_round:
         return True
     if (
         bounds.hinge_from_round is not None
-        and row[_HINGE]
-        and row[_ROUND] >= bounds.hinge_from_round
+        and row[TURN_HINGE]
+        and row[TURN_ROUND] >= bounds.hinge_from_round
     ):
         return True
-    return bool(bounds.last_turns) and row[_SEQ] >= transcript_from
+    return bool(bounds.last_turns) and row[TURN_SEQ] >= transcript_from
 
 
 def clear() -> None:
