@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import warnings
 from datetime import timedelta
 from pathlib import Path
@@ -210,6 +211,16 @@ if _db["ENGINE"].endswith("sqlite3"):
     _db["OPTIONS"].setdefault(
         "init_command", f"PRAGMA cache_size=-{_int('BABEL_SQLITE_CACHE_KIB', 65536, minimum=0)}"
     )
+    # Tests run on a file too, as the app does, not on SQLite's in-memory default: a live
+    # server's request threads would all share the in-memory database's one connection,
+    # and a statement that calls a Python SQL function (the term rows' `babel_terms`)
+    # can then deadlock with another thread binding its parameters (one waits for the
+    # GIL inside SQLite, the other for the connection's mutex holding the GIL). With a
+    # file each thread opens its own connection. In shared memory where there is one;
+    # the process id keeps concurrent runs apart (pytest-xdist adds its worker's suffix).
+    _test_dir = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
+    _test_file = _test_dir / f"babel-test-{os.getpid()}.sqlite3"
+    _db.setdefault("TEST", {}).setdefault("NAME", str(_test_file))
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

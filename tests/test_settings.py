@@ -100,3 +100,17 @@ def test_postgres_connections_are_pooled_under_asgi_and_persistent_elsewhere(ent
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == expected
+
+
+@pytest.mark.django_db
+def test_sqlite_tests_run_on_a_file_so_live_server_threads_have_their_own_connections():
+    # On SQLite's in-memory test database a live server's request threads share one
+    # connection, and two of them deadlocked there (the term rows' Python SQL function
+    # waiting for the GIL inside SQLite, another thread holding the GIL while waiting
+    # for the connection): the suite hung. A file gives each thread its own connection.
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("the test database is PostgreSQL's")
+    assert not connection.is_in_memory_db()
+    assert Path(connection.settings_dict["NAME"]).is_file()
