@@ -54,8 +54,10 @@ def asgi_server(transactional_db):
     """The site under uvicorn (ASGI) in a thread of this process, on a free 127.0.0.1 port:
     what a page that holds a stream open needs (pytest-django's live server is WSGI, which
     would send a stream whole, at its end). It shares this process's test database and live
-    broker. PostgreSQL only: each request runs in a thread of its own, and SQLite's
-    in-memory test database cannot be shared between them safely."""
+    broker. PostgreSQL only: each request runs in a thread of its own, and the streaming
+    tests were written against it when SQLite's test database was in memory, one
+    connection that threads cannot share safely (it is a file now, `settings.py`; these
+    tests have not been tried on it)."""
     import socket
     import threading
     import time
