@@ -119,10 +119,10 @@ def count_joined(lines: Sequence[str]) -> int:
     """``count("\n".join(lines))``, without joining when the sum over lines is exact: a
     rendered section's lines are strings the pack already holds (a turn's cached line,
     its hash kept), so each one's count is a lookup, where the joined text's lines are
-    new strings to split, hash and look up (~0.2 ms a pack for the recent and retrieval
-    sections). Exact as `lines_of` is: every line after the first must start with a
-    character that is not whitespace (an empty or space-led one would join the line
-    before it), else the joined text is counted."""
+    new strings to split, hash and look up (the recent and retrieval sections, ~200
+    lines, a few times a pack). Exact as `lines_of` is: every line after the first must
+    start with a character that is not whitespace (an empty or space-led one would join
+    the line before it), else the joined text is counted."""
     if not lines:
         return 0
     name, _ = _counter()

@@ -183,7 +183,7 @@ def extension_lines(view: View, in_window: set[str], tier: str, reach: int) -> l
         for line in map(_lent_line, transcript[-reach:])
         if line is not None
         and line.item.ref not in in_window
-        and (cut is None or line.order[1] > cut)
+        and (cut is None or line.order[1] > cut)  # order: (0, the turn's seq)
     ]
 
 
