@@ -13,6 +13,7 @@ from operator import attrgetter
 
 from context_engine.commands import Cut, command_cut
 from context_engine.types import (
+    STORY_ORDER,
     DigestView,
     LoreView,
     PackInput,
@@ -51,7 +52,6 @@ class View:
     pinned: tuple = ()  # readable results of the role's own active retrieval (TurnView|LoreView)
 
 
-_STORY_ORDER = attrgetter("seq", "id")  # a turn's (seq, id) sort key, built in C
 _KIND_ORDER = {"dm": 0, "player": 1, "judge": 2}
 
 
@@ -80,7 +80,7 @@ def gather(inp: PackInput, *, keep_all_monologues: bool = False) -> View:
     omniscient = participant.kind == "judge"
     events: list[TrimEvent] = []
 
-    ordered = sorted(inp.turns, key=_STORY_ORDER)
+    ordered = sorted(inp.turns, key=STORY_ORDER)
     readable: list[TurnView] = []
     stubs: list[TurnView] = []
     own_monologues: list[TurnView] = []
@@ -120,7 +120,7 @@ def gather(inp: PackInput, *, keep_all_monologues: bool = False) -> View:
                     cause="window",
                 )
             )
-    turns = tuple(sorted(readable + keep, key=_STORY_ORDER))
+    turns = tuple(sorted(readable + keep, key=STORY_ORDER))
 
     # "Now" is the campaign clock the caller passes, never the newest turn's round: a
     # turn's round is input, and reveals and windows must not move with it.

@@ -35,6 +35,7 @@ from context_engine.memory.vocabulary import zipf
 from context_engine.state import field_line
 from context_engine.trimming import Line, assemble_filling
 from context_engine.types import (
+    STORY_ORDER,
     LoreView,
     PackItem,
     ParticipantView,
@@ -61,7 +62,6 @@ NEIGHBOURS_FIRST = 2  # hits whose neighbours come before the lower-ranked hits
 CONTEXT_TURNS = 4  # the newest turns whose rarer words join the query
 SNIPPET_TOKENS = 300  # a longer retrieved turn is cut to this
 HEADER = "## Retrieved memories (older turns and facts matching the current input)"
-_STORY_ORDER = attrgetter("seq", "id")  # a turn's (seq, id) sort key, built in C
 
 
 # A stated date or time: "8 May, 2023", "May 8", "1:56 pm", "Day 12", "2023".
@@ -133,7 +133,7 @@ def search_memory(
     replay, tests). ``turns`` must be exactly what the role may read (its own monologues
     among them); ``omniscient``: the reader is a judge, whose neighbours may be
     monologues (as `campaigns.reads.search.hit_query` decides)."""
-    readable = sorted(turns, key=_STORY_ORDER)
+    readable = sorted(turns, key=STORY_ORDER)
     if not query or not readable:
         return (), ()
     docs = [(t.id, t.seq, t.content, t.tokens or textops.count(t.content)) for t in readable]
@@ -249,7 +249,7 @@ def rank(
     top = list(hits[: chosen.hits])
     if not top:  # pinned results and facts only: no neighbours to find
         return out
-    ordered = sorted({t.id: t for t in known}.values(), key=_STORY_ORDER)
+    ordered = sorted({t.id: t for t in known}.values(), key=STORY_ORDER)
     seqs = [t.seq for t in ordered]
     around = {hit.id: _neighbours(hit, ordered, seqs, chosen.neighbours) for hit in top}
     # A round's opening turn, when it states a date, dates every hit of that round (the

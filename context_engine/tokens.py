@@ -128,8 +128,6 @@ def count_joined(lines: Sequence[str]) -> int:
     name, _ = _counter()
     if name != "cl100k_base" or not all(line and not line[0].isspace() for line in lines[1:]):
         return count("\n".join(lines))
-    if len(lines) == 1:
-        return count(lines[0])
     return _count_lines(lines)
 
 

@@ -228,9 +228,9 @@ def _best_first(lines) -> list[Line]:
 def _rendered(header: str, kept: list[Line]) -> tuple[list[Line], str, int]:
     """``kept`` in render order, the section's text, and its exact token count."""
     ordered = sorted(kept, key=_RENDER_ORDER)
-    texts = [header, *(line.text for line in ordered)] if ordered else []
+    texts = [line.text for line in ordered]
     # Counted from the lines it joins (`tokens.count_joined`): the same number.
-    return ordered, "\n".join(texts), tokens.count_joined(texts)
+    return ordered, render(header, texts), tokens.count_joined([header, *texts]) if texts else 0
 
 
 def cap(section: Section, events: list[TrimEvent], warnings: list[str]) -> Section:

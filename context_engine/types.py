@@ -7,6 +7,7 @@ already normalised (`None` public, else a sorted tuple of roles; `()` nobody).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from context_engine.visibility import Visibility
 
@@ -94,6 +95,9 @@ class TurnView:
     # each keeps its hash (`_kept_hash`).
     __hash__ = _kept_hash
     __getstate__ = _state_without_hash
+
+
+STORY_ORDER = attrgetter("seq", "id")  # a turn's (seq, id) sort key, built in C
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,6 @@ has changed since the same pack was built.
 from __future__ import annotations
 
 from dataclasses import replace
-from operator import attrgetter
 
 from django.db.models import Exists, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
@@ -51,11 +50,10 @@ from campaigns.services.memory.retrieval import pinned_from_rows
 from context_engine.commands import history_needs
 from context_engine.pack import build_pack
 from context_engine.retrieval import query_for, ranked_hits
-from context_engine.types import ModelWindow, Pack, PackInput, ParticipantView
+from context_engine.types import STORY_ORDER, ModelWindow, Pack, PackInput, ParticipantView
 
 MAX_INPUT_CHARS = 20_000
 EVENTS_LOADED = 5
-_STORY_ORDER = attrgetter("seq", "id")  # a turn's (seq, id) sort key, built in C
 PARTICIPANT_COLUMNS = ("role", "kind", "model", "bio", "identity", "secret", "reveal_round")
 
 
@@ -216,7 +214,7 @@ def pack_input_for_role(
     return PackInput(
         role=role,
         participants=tuple(participants),
-        turns=tuple(sorted(views, key=_STORY_ORDER)),
+        turns=tuple(sorted(views, key=STORY_ORDER)),
         config=config,
         hook=hook,
         rules=rules,
