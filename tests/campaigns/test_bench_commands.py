@@ -28,14 +28,14 @@ def test_bench_prints_one_row_per_benchmark_against_its_floor_and_keeps_nothing(
     assert Experiment.objects.count() == 0 and Turn.objects.count() == 0
 
 
-def test_bench_measures_packs_in_alternated_passes_and_shows_each_passs_median():
+def test_bench_measures_packs_in_passes_and_shows_each_passs_median():
     out = StringIO()
     call_command(
         "bench", sizes=[16, 40], repeats=1, passes=2, import_turns=30, stdout=out,
         stderr=StringIO(),
     )  # fmt: skip
     lines = out.getvalue().splitlines()
-    assert "medians over 2 alternated passes of 1 packs per role" in lines[0]
+    assert "medians over 2 passes (sizes taking turns role by role) of 1 packs per role" in lines[0]
     assert lines[1].split()[-1] == "passes"
     pack_rows = [line for line in lines if line.startswith(("pack build", "pack, new turn"))]
     assert len(pack_rows) == 6
@@ -44,6 +44,40 @@ def test_bench_measures_packs_in_alternated_passes_and_shows_each_passs_median()
         assert float(low) <= float(high)
     import_row = next(line for line in lines if line.startswith("import "))
     assert import_row.split()[-1] == "-"  # one measurement, no passes
+
+
+def test_bench_sizes_take_turns_role_by_role_so_a_slow_spell_falls_on_both(monkeypatch):
+    from campaigns import bench as synthetic
+    from campaigns.management.commands import bench
+
+    measured = []
+
+    def recording(name, real):
+        def measure(experiment, role, repeats, **options):
+            measured.append((name, experiment.pk, role))
+            return real(experiment, role, repeats, **options)
+
+        return measure
+
+    monkeypatch.setattr(bench, "build_samples", recording("build", bench.build_samples))
+    monkeypatch.setattr(bench, "new_turn_samples", recording("fresh", bench.new_turn_samples))
+    call_command(
+        "bench", sizes=[16, 40], repeats=1, passes=2, import_turns=30, stdout=StringIO(),
+        stderr=StringIO(),
+    )  # fmt: skip
+    roles = len(synthetic.ROLES)
+    per_pass = 4 * roles  # each role rebuilt, then after a new turn, at both sizes
+    assert len(measured) == 2 * per_pass
+    larger = max(pk for _, pk, _ in measured)  # created second (sizes=[16, 40])
+    measured = [(name, pk == larger, role) for name, pk, role in measured]
+    for number in range(2):
+        done = measured[number * per_pass : (number + 1) * per_pass]
+        assert [name for name, _, _ in done] == ["build"] * 2 * roles + ["fresh"] * 2 * roles
+        for turn in range(2 * roles):  # each role at both sizes, back to back
+            (_, first, role), (_, second, other) = done[2 * turn : 2 * turn + 2]
+            assert role == other and first != second
+            # the larger campaign goes first every other role, and the next pass flips it
+            assert first == ((number + turn % roles) % 2 == 1)
 
 
 @pytest.mark.parametrize(

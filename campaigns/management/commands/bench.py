@@ -9,9 +9,10 @@ a raw indexed fetch of the pack's window (tuples, no ORM) for packs, raw tiktoke
 the same text for import — with the issue's targets. The packs' campaigns are committed,
 as a live database's are, and the imports timed to their commit; both are deleted
 afterwards, on whatever DATABASE_URL points at. The machine may be shared: the pack
-rows are measured in alternated passes over both sizes (`--passes`), their medians pool
-every pass, and a last column shows each pass's own median, lowest to highest — how far
-one run of the same code may move. Compare numbers from the same run, not across runs.
+rows are measured in passes (`--passes`) in which the two sizes take turns role by
+role, their medians pool every pass, and a last column shows each pass's own median,
+lowest to highest — how far one run of the same code may move. Compare numbers from the
+same run, not across runs.
 """
 
 from __future__ import annotations
@@ -54,10 +55,10 @@ class _Samples:
 
 
 def _pack_samples(sizes: list[int], repeats: int, passes: int) -> dict[int, _Samples]:
-    """Each size's samples over ``passes`` alternated passes (the sizes measured in turn,
-    the order reversed every other pass): a shared machine's slow spells fall on both
-    sizes alike instead of on whichever ran during one. Each pass: the same pack rebuilt,
-    a pack cache hit and the raw fetch floor per role, then a pack after a new turn.
+    """Each size's samples over ``passes`` passes, the sizes taking turns role by role
+    within each (`_measured`): a shared machine's slow spells fall on both sizes alike
+    instead of on whichever ran during one. Each pass: the same pack rebuilt, a pack
+    cache hit and the raw fetch floor per role, then a pack after a new turn.
 
     The campaigns are committed (on PostgreSQL vacuumed), as a live database holds them,
     and deleted afterwards, untimed: the postings cache keeps only what committed reads
@@ -94,22 +95,34 @@ def _clear_caches() -> None:
 
 
 def _measured(campaigns: dict, repeats: int, passes: int) -> dict[int, _Samples]:
+    """Within a pass the sizes take turns role by role (which goes first flips with
+    each role and pass), so a slow spell of a few seconds falls on both sizes' packs,
+    not on one size's whole pass; the packs after a new turn come last (they add turns)."""
     samples = {size: _Samples() for size in campaigns}
+    sizes = list(campaigns)
     for number in range(passes):
-        order = list(campaigns) if number % 2 == 0 else list(reversed(campaigns))
-        for size in order:
-            experiment, pooled = campaigns[size], samples[size]
-            builds, fresh = [], []
-            for role in bench.ROLES:
-                builds += build_samples(experiment, role, repeats)[0]
-                pooled.hit += hit_samples(experiment, role, repeats)
-            pooled.floor += raw_fetch_samples(experiment, repeats * len(bench.ROLES))
-            for role in bench.ROLES:  # last: they add turns
-                fresh += new_turn_samples(experiment, role, repeats, batch=number)
-            pooled.build += builds
-            pooled.fresh += fresh
-            pooled.passes.append((statistics.median(builds), statistics.median(fresh)))
+        builds = {size: [] for size in sizes}
+        fresh = {size: [] for size in sizes}
+        for index, role in enumerate(bench.ROLES):
+            for size in _turn_order(sizes, number + index):
+                builds[size] += build_samples(campaigns[size], role, repeats)[0]
+                samples[size].hit += hit_samples(campaigns[size], role, repeats)
+        for size in sizes:
+            samples[size].floor += raw_fetch_samples(campaigns[size], repeats * len(bench.ROLES))
+        for index, role in enumerate(bench.ROLES):
+            for size in _turn_order(sizes, number + index):
+                fresh[size] += new_turn_samples(campaigns[size], role, repeats, batch=number)
+        for size in sizes:
+            samples[size].build += builds[size]
+            samples[size].fresh += fresh[size]
+            samples[size].passes.append(
+                (statistics.median(builds[size]), statistics.median(fresh[size]))
+            )
     return samples
+
+
+def _turn_order(sizes: list[int], turn: int) -> list[int]:
+    return sizes if turn % 2 == 0 else sizes[::-1]
 
 
 def _spread(values: list[float], fmt: str = "{:.2f}") -> str:
@@ -218,9 +231,9 @@ class Command(BaseCommand):
         )
         self.stdout.write(
             f"database: {vendor}; pack build = the uncached pack path (pack cache bypassed, "
-            f"every read from the database); medians over {passes} alternated passes of "
-            f"{repeats} packs per role; passes = each pass's own median (or ratio), lowest "
-            "to highest"
+            f"every read from the database); medians over {passes} passes (sizes taking "
+            f"turns role by role) of {repeats} packs per role; passes = each pass's own "
+            "median (or ratio), lowest to highest"
         )
         self.stdout.write(header)
         self.stdout.write("-" * len(header))
