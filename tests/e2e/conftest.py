@@ -54,10 +54,9 @@ def asgi_server(transactional_db):
     """The site under uvicorn (ASGI) in a thread of this process, on a free 127.0.0.1 port:
     what a page that holds a stream open needs (pytest-django's live server is WSGI, which
     would send a stream whole, at its end). It shares this process's test database and live
-    broker. PostgreSQL only: each request runs in a thread of its own, and the streaming
-    tests were written against it when SQLite's test database was in memory, one
-    connection that threads cannot share safely (it is a file now, `settings.py`; these
-    tests have not been tried on it)."""
+    broker. Each request runs in a thread of its own with a connection of its own: on
+    SQLite too, whose test database is a file (`settings.py`), not the in-memory one
+    connection that threads could not share safely."""
     import socket
     import threading
     import time
@@ -67,10 +66,6 @@ def asgi_server(transactional_db):
     from django.core.asgi import get_asgi_application
     from django.db import connections
 
-    from tests.services import database_is_postgres
-
-    if not database_is_postgres():
-        unavailable("the ASGI live server needs PostgreSQL (DATABASE_URL=postgres://...)")
     # Each request's thread opens its own connection: close it at the request's end, so no
     # connection outlives the test (the test database is dropped after the run).
     saved_age = connections.settings["default"].get("CONN_MAX_AGE")
