@@ -12,8 +12,6 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from campaigns import bench as synthetic
-from campaigns.management.commands import bench
 from campaigns.models import Experiment, Turn
 
 pytestmark = pytest.mark.django_db
@@ -49,6 +47,9 @@ def test_bench_measures_packs_in_passes_and_shows_each_passs_median():
 
 
 def test_bench_sizes_take_turns_role_by_role_so_a_slow_spell_falls_on_both(monkeypatch):
+    from campaigns import bench as synthetic
+    from campaigns.management.commands import bench
+
     measured = []
 
     def recording(name, real):

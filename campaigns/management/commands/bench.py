@@ -56,7 +56,7 @@ class _Samples:
 
 def _pack_samples(sizes: list[int], repeats: int, passes: int) -> dict[int, _Samples]:
     """Each size's samples over ``passes`` passes, the sizes taking turns role by role
-    within each (`_taking_turns`): a shared machine's slow spells fall on both sizes alike
+    within each (`_measured`): a shared machine's slow spells fall on both sizes alike
     instead of on whichever ran during one. Each pass: the same pack rebuilt, a pack
     cache hit and the raw fetch floor per role, then a pack after a new turn.
 
@@ -95,31 +95,34 @@ def _clear_caches() -> None:
 
 
 def _measured(campaigns: dict, repeats: int, passes: int) -> dict[int, _Samples]:
+    """Within a pass the sizes take turns role by role (which goes first flips with
+    each role and pass), so a slow spell of a few seconds falls on both sizes' packs,
+    not on one size's whole pass; the packs after a new turn come last (they add turns)."""
     samples = {size: _Samples() for size in campaigns}
+    sizes = list(campaigns)
     for number in range(passes):
-        builds = {size: [] for size in campaigns}
-        fresh = {size: [] for size in campaigns}
-        for role, size in _taking_turns(list(campaigns), number):
-            builds[size] += build_samples(campaigns[size], role, repeats)[0]
-            samples[size].hit += hit_samples(campaigns[size], role, repeats)
-        for size, experiment in campaigns.items():
-            samples[size].floor += raw_fetch_samples(experiment, repeats * len(bench.ROLES))
-        for role, size in _taking_turns(list(campaigns), number):  # last: they add turns
-            fresh[size] += new_turn_samples(campaigns[size], role, repeats, batch=number)
-        for size, pooled in samples.items():
-            pooled.build += builds[size]
-            pooled.fresh += fresh[size]
-            pooled.passes.append((statistics.median(builds[size]), statistics.median(fresh[size])))
+        builds = {size: [] for size in sizes}
+        fresh = {size: [] for size in sizes}
+        for index, role in enumerate(bench.ROLES):
+            for size in _turn_order(sizes, number + index):
+                builds[size] += build_samples(campaigns[size], role, repeats)[0]
+                samples[size].hit += hit_samples(campaigns[size], role, repeats)
+        for size in sizes:
+            samples[size].floor += raw_fetch_samples(campaigns[size], repeats * len(bench.ROLES))
+        for index, role in enumerate(bench.ROLES):
+            for size in _turn_order(sizes, number + index):
+                fresh[size] += new_turn_samples(campaigns[size], role, repeats, batch=number)
+        for size in sizes:
+            samples[size].build += builds[size]
+            samples[size].fresh += fresh[size]
+            samples[size].passes.append(
+                (statistics.median(builds[size]), statistics.median(fresh[size]))
+            )
     return samples
 
 
-def _taking_turns(sizes: list[int], number: int):
-    """Pass ``number``'s (role, size) pairs: each role at every size back to back, the
-    order of the sizes flipped with each role and each pass, so a slow spell of a few
-    seconds falls on every size's packs, not on one size's whole pass."""
-    for index, role in enumerate(bench.ROLES):
-        for size in sizes if (number + index) % 2 == 0 else reversed(sizes):
-            yield role, size
+def _turn_order(sizes: list[int], turn: int) -> list[int]:
+    return sizes if turn % 2 == 0 else sizes[::-1]
 
 
 def _spread(values: list[float], fmt: str = "{:.2f}") -> str:
