@@ -24,7 +24,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from campaigns.models import Turn
-from campaigns.reads.selectors import turns_visible_to, viewer_for_role
+from campaigns.reads.selectors import audiences_for_viewer, turns_visible_to, viewer_for_role
+from campaigns.services import live
 from campaigns.services.experiments import experiment_update
 from campaigns.services.notes import note_create
 from campaigns.services.relay import human_turn_create, round_start, steps
@@ -179,6 +180,13 @@ change = st.tuples(st.sampled_from(["edit", "reveal"]), st.integers(min_value=0,
 writes = st.lists(st.one_of(post, change), min_size=1, max_size=6)
 
 
+def _held(experiment, role: str) -> dict[str, list]:
+    """What the broker holds on ``role``'s channels (a failure's report: whether a
+    missing event was never published or was published and not read)."""
+    channels = audiences_for_viewer(viewer_for_role(experiment=experiment, role=role))
+    return {ch: live.broker().backlog(experiment.pk, ch, 20) for ch in channels}
+
+
 def _reads(experiment, role: str, turn_id: int) -> bool:
     viewer = viewer_for_role(experiment=experiment, role=role)
     return turns_visible_to(experiment=experiment, viewer=viewer).filter(pk=turn_id).exists()
@@ -256,9 +264,10 @@ def test_a_connection_hears_of_a_persons_write_only_when_its_role_reads_the_turn
             if before[role] or _reads(experiment, role, turn_id):
                 expected[name] += 1
 
-    for name, (_role, response) in pages.items():
-        turn_events = [f for f in parse_frames(read_live(response)) if f.event == "turn"]
-        assert len(turn_events) == expected[name], (name, ops)
+    for name, (role, response) in pages.items():
+        frames = parse_frames(read_live(response))
+        turn_events = [f for f in frames if f.event == "turn"]
+        assert len(turn_events) == expected[name], (name, ops, frames, _held(experiment, role))
         assert all(f.data == {} for f in turn_events), name  # no turn id, no count
     seen = [f.data["turns"] for f in parse_frames(read_live(everything)) if f.event == "turn"]
     assert [pk for ids in seen for pk in ids] == touched  # the owner: every write, by id
