@@ -40,6 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+import numpy as np
 from django.db import connection
 
 from campaigns.reads.precompiled import database_key, keep_bounded
@@ -50,7 +51,8 @@ from context_engine.ranking import DF_CAP, Query
 MAX_WORDS = 2048  # (experiment, viewer, word) entries, each at most DF_CAP postings
 MAX_RANKINGS = 1024  # (experiment, viewer, stamp, query) rankings, each a few ids
 
-Posting = tuple[int, int, int]  # (turn id, seq, tokens), newest first
+# A word's postings: rows (turn id, seq, tokens), newest first (`search.postings_by_word`).
+Postings = np.ndarray
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ class Stamp:
 class _Entry:
     changes: int
     last_seq: int  # every posting held has a seq at or below this
-    postings: tuple[Posting, ...]
+    postings: Postings  # read-only
 
 
 _lock = threading.Lock()
@@ -82,8 +84,8 @@ stats = {"words_held": 0, "words_read": 0, "reads": 0, "rankings_held": 0}
 def postings(
     stamp: Stamp,
     words: Sequence[str],
-    read: Callable[[list[str], list[int]], dict[str, list[Posting]]],
-) -> dict[str, Sequence[Posting]]:
+    read: Callable[[list[str], list[int]], dict[str, Postings]],
+) -> dict[str, Postings]:
     """Each word's newest readable postings, as ``read`` would give them all.
 
     ``read(words, since)``: the words' postings past each ``since`` seq (`ALL_SEQS`:
@@ -109,8 +111,8 @@ def ranked(
     stamp: Stamp,
     query: Query,
     limit: int,
-    read: Callable[[list[str], list[int]], dict[str, list[Posting]]],
-    rank: Callable[[dict[str, Sequence[Posting]]], list[int]],
+    read: Callable[[list[str], list[int]], dict[str, Postings]],
+    rank: Callable[[dict[str, Postings]], list[int]],
 ) -> list[int]:
     """``rank(postings(stamp, query.words, read))``: the ids of the ``limit`` best turns
     for ``query``, kept per stamp. Under one stamp a word's postings are the same
@@ -140,11 +142,11 @@ def _stamp_key(stamp: Stamp) -> tuple:
 def _postings(
     stamp: Stamp,
     words: Sequence[str],
-    read: Callable[[list[str], list[int]], dict[str, list[Posting]]],
-) -> tuple[dict[str, Sequence[Posting]], bool]:
+    read: Callable[[list[str], list[int]], dict[str, Postings]],
+) -> tuple[dict[str, Postings], bool]:
     """`postings`, and whether none of them is past ``stamp.last_seq``."""
     base = (database_key(), stamp.experiment_id, stamp.created_at, stamp.viewer)
-    found: dict[str, Sequence[Posting]] = {}
+    found: dict[str, Postings] = {}
     held: dict[str, _Entry] = {}
     wanted: list[str] = []
     since: list[int] = []
@@ -157,7 +159,7 @@ def _postings(
                 if entry.last_seq >= stamp.last_seq:
                     found[word] = entry.postings
                     settled = settled and not (
-                        entry.postings and entry.postings[0][1] > stamp.last_seq
+                        len(entry.postings) and entry.postings[0, 1] > stamp.last_seq
                     )
                     continue
                 held[word] = entry
@@ -174,22 +176,41 @@ def _postings(
     keep = not connection.in_atomic_block
     kept: dict[tuple, _Entry] = {}
     for word in wanted:
-        new = fresh.get(word, [])
+        new = fresh.get(word, _NONE)
         entry = held.get(word)
-        rows = new if entry is None else [*new, *entry.postings][:DF_CAP]
+        rows = new if entry is None else _joined(new, entry.postings)
         found[word] = rows
         # Newest first: only the first few can be past the pack's newest seq (matches
         # appended since the pack began). They are not kept: read again, past it, next time.
-        past = 0
-        while past < len(rows) and rows[past][1] > stamp.last_seq:
-            past += 1
+        past = int(np.count_nonzero(rows[:, 1] > stamp.last_seq))
         settled = settled and not past
         if keep:
-            kept[(*base, word)] = _Entry(stamp.changes, stamp.last_seq, tuple(rows[past:]))
+            kept[(*base, word)] = _Entry(stamp.changes, stamp.last_seq, _own(rows[past:]))
     if kept:
         with _lock:
             keep_bounded(_entries, kept, MAX_WORDS)
     return found, settled
+
+
+_NONE = np.empty((0, 3), dtype=np.int64)
+_NONE.flags.writeable = False
+
+
+def _joined(new: Postings, held: Postings) -> Postings:
+    """A word's newest ``DF_CAP`` postings: the ``new`` ones (past the held ones' seq),
+    then the held ones, read-only."""
+    if not len(new):
+        return held
+    rows = np.concatenate((new, held))[:DF_CAP]
+    rows.flags.writeable = False
+    return rows
+
+
+def _own(rows: Postings) -> Postings:
+    """A read-only copy: a slice of a pack's read would keep the whole read's array."""
+    rows = rows.copy()
+    rows.flags.writeable = False
+    return rows
 
 
 def clear() -> None:

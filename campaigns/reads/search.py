@@ -10,9 +10,10 @@ pack's retrieval.
 
 from __future__ import annotations
 
-from itertools import groupby
+from itertools import chain, pairwise
 from operator import itemgetter
 
+import numpy as np
 from django.db import connection
 from django.db.models import BooleanField, OuterRef, Subquery
 from django.db.models.expressions import RawSQL
@@ -38,10 +39,12 @@ def postings_query(
     words: list[str],
     backlog: bool | None = None,
     since: list[int] | None = None,
+    rounds: bool = False,
 ) -> Query | None:
     """Per word, the newest `ranking.DF_CAP` readable turns that contain it, in one
-    statement: rows ``(word index, id, seq, tokens, round)``, by word, each word's newest
-    first (`postings_by_word` makes them the postings `retrieval.ranked_hits` ranks by).
+    statement: rows ``(word index, id, seq, tokens)``, by word, each word's newest first
+    (`postings_by_word` makes them the postings `retrieval.ranked_hits` ranks by); with
+    ``rounds``, each row's round last (`search_turns` before a round).
     Visibility is applied before the cap. From each database's term rows
     (`search_postgres.postings`, `search_sqlite.postings`), or, while the experiment has
     a `SearchBacklog` row (``backlog``; read here when None), from a search that also
@@ -57,11 +60,11 @@ def postings_query(
         backlog = SearchBacklog.objects.filter(experiment_id=experiment_id).exists()
     if connection.vendor == "postgresql":
         statement = search_postgres.backlog_postings if backlog else search_postgres.postings
-        compiled = statement(viewer, POSTING_COLUMNS, DF_CAP)
+        compiled = statement(viewer, _columns(rounds), DF_CAP)
         values = slot_values(viewer, experiment=experiment_id, queries=list(words), since=since)
         return Query(compiled, values)
     statement = search_sqlite.backlog_postings if backlog else search_sqlite.postings
-    compiled = statement(viewer, POSTING_COLUMNS, DF_CAP, len(words))
+    compiled = statement(viewer, _columns(rounds), DF_CAP, len(words))
     values = {
         f"{i}.{name}": value
         for i, (word, after) in enumerate(zip(words, since, strict=True))
@@ -72,8 +75,14 @@ def postings_query(
     return Query(compiled, values, post=in_word_order)
 
 
-POSTING_COLUMNS = ("id", "seq", "tokens", "round")
-_WORD_SEQ = (0, 1 + POSTING_COLUMNS.index("seq"))  # in a row (word, *POSTING_COLUMNS)
+POSTING_COLUMNS = ("id", "seq", "tokens")  # a row: (word index, *POSTING_COLUMNS[, round])
+_WORD_SEQ = (0, 1 + POSTING_COLUMNS.index("seq"))
+_NO_POSTINGS = np.empty((0, 3), dtype=np.int64)
+_NO_POSTINGS.flags.writeable = False
+
+
+def _columns(rounds: bool) -> tuple[str, ...]:
+    return (*POSTING_COLUMNS, "round") if rounds else POSTING_COLUMNS
 
 
 def in_word_order(rows: list[tuple]) -> list[tuple]:
@@ -89,17 +98,26 @@ def in_word_order(rows: list[tuple]) -> list[tuple]:
 
 def postings_by_word(
     words: list[str], rows: list[tuple], before_round: int | None = None
-) -> dict[str, list[tuple[int, int, int]]]:
-    """`postings_query` rows as each word's postings ``(turn id, seq, tokens)`` (the
-    shape of `ranking.Posting`), newest first; only turns of rounds before
-    ``before_round`` when given. Plain tuples, sliced from the rows: at 50,000 turns a
-    pack reads about 1,300 of them."""
-    postings: dict[str, list[tuple[int, int, int]]] = {word: [] for word in words}
-    for index, group in groupby(rows, itemgetter(0)):
-        if before_round is None:
-            postings[words[index]] = [row[1:4] for row in group]
-        else:
-            postings[words[index]] = [row[1:4] for row in group if row[4] < before_round]
+) -> dict[str, np.ndarray]:
+    """`postings_query` rows as each word's postings: an array of rows ``(turn id, seq,
+    tokens)`` (`ranking.as_postings`), newest first, read-only; only turns of rounds
+    before ``before_round`` when given (rows read with ``rounds``). The rows are made
+    one array in one pass (at 50,000 turns a pack reads about 1,300 of them) and each
+    word's postings are a slice of it."""
+    postings = dict.fromkeys(words, _NO_POSTINGS)
+    if not rows:
+        return postings
+    width = len(rows[0])
+    values = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=len(rows) * width)
+    table = values.reshape(-1, width)
+    if before_round is not None:
+        table = table[table[:, 1 + len(POSTING_COLUMNS)] < before_round]
+    table.flags.writeable = False
+    word_of = table[:, 0]
+    starts = [0, *(np.flatnonzero(word_of[1:] != word_of[:-1]) + 1).tolist(), len(table)]
+    for start, end in pairwise(starts):
+        if start < end:
+            postings[words[int(word_of[start])]] = table[start:end, 1:4]
     return postings
 
 
@@ -209,7 +227,12 @@ def search_turns(
 
     experiment_id = experiment if isinstance(experiment, int) else experiment.pk
     query = make_query(text)
-    found_rows = postings_query(experiment_id=experiment_id, viewer=viewer, words=query.words)
+    found_rows = postings_query(
+        experiment_id=experiment_id,
+        viewer=viewer,
+        words=query.words,
+        rounds=before_round is not None,
+    )
     rows = found_rows.rows() if found_rows else []
     ids = ranked_hits(query, postings_by_word(query.words, rows, before_round), limit)
     found = Turn.objects.in_bulk(ids)

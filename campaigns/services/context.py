@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 from django.db.models import Exists, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 
@@ -326,7 +327,7 @@ def _ranked_retrieval(
     words = query.words
 
     def read(wanted: list[str], since: list[int] | None = None) -> dict:
-        found: dict[str, list] = {}
+        found: dict[str, np.ndarray] = {}
         if held is not None and since is not None:
             found, wanted, since = context_ahead.covered_by_held(held, wanted, since)
             if not wanted:

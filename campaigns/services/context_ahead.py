@@ -10,6 +10,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from django.db import connection
 
 from campaigns.reads import packs, postings_cache, search, window_cache
@@ -115,7 +116,7 @@ class Held:
     since: tuple[int, ...]
     query: Query
 
-    def postings(self, rows: list[tuple]) -> dict[str, tuple[int, list]]:
+    def postings(self, rows: list[tuple]) -> dict[str, tuple[int, np.ndarray]]:
         by_word = search.postings_by_word(list(self.words), rows)
         return {w: (after, by_word[w]) for w, after in zip(self.words, self.since, strict=True)}
 
@@ -191,20 +192,21 @@ def _window_read(experiment_id: int, viewer: Viewer, needs, backlog: bool, creat
 
 
 def covered_by_held(
-    held: dict[str, tuple[int, list]], wanted: list[str], since: list[int]
-) -> tuple[dict[str, list], list[str], list[int]]:
+    held: dict[str, tuple[int, np.ndarray]], wanted: list[str], since: list[int]
+) -> tuple[dict[str, np.ndarray], list[str], list[int]]:
     """The postings ``held`` gives for ``wanted`` words past their ``since`` seqs, and
     the words (with their seqs) it does not cover. ``held``: per word, the seq a read
     went past and its rows (`Held.postings`). A read past an older or the same seq
     holds the word's matches past ``since``: the newest of them, at most DF_CAP, as a
     read past ``since`` would give (the rows past ``since`` are the newest ones)."""
-    found: dict[str, list] = {}
+    found: dict[str, np.ndarray] = {}
     rest_words: list[str] = []
     rest_since: list[int] = []
     for word, after in zip(wanted, since, strict=True):
         sent = held.get(word)
         if sent is not None and sent[0] <= after:
-            found[word] = [posting for posting in sent[1] if posting[1] > after]
+            rows = sent[1]
+            found[word] = rows[rows[:, 1] > after]
         else:
             rest_words.append(word)
             rest_since.append(after)

@@ -106,7 +106,7 @@ class Reader:
 def cached(experiment, viewer: Viewer, words: list[str], reader: Reader | None = None) -> dict:
     reader = reader or Reader(experiment, viewer)
     found = postings_cache.postings(stamp(experiment, viewer), words, reader)
-    return {word: list(found[word]) for word in words}
+    return {word: _rows(found[word]) for word in words}
 
 
 def ranked(
@@ -132,7 +132,12 @@ def ranked_afresh(experiment, viewer: Viewer, query) -> list:
 
 def fresh(experiment, viewer: Viewer, words: list[str]) -> dict:
     found = Reader(experiment, viewer)(list(dict.fromkeys(words)))
-    return {word: list(found[word]) for word in words}
+    return {word: _rows(found[word]) for word in words}
+
+
+def _rows(postings) -> list[tuple[int, int, int]]:
+    """A word's postings as plain (turn id, seq, tokens) tuples, newest first."""
+    return [tuple(row) for row in postings.tolist()]
 
 
 def _low_insert(experiment, content: str, audience) -> None:

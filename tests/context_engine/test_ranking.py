@@ -3,17 +3,23 @@ section, ``/search`` and the Arena's replay all take their hits in."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from context_engine.ranking import (
     CONTEXT_WEIGHT,
     DF_CAP,
+    REFERENCE_DOCS,
     Posting,
     Query,
     QueryTerm,
+    Scored,
+    as_postings,
+    idf,
     make_query,
     rank_postings,
+    tf_part,
 )
 
 WORDS = ("ashfern", "tonic", "brinewick", "oil", "leave")
@@ -57,6 +63,46 @@ def test_the_full_ranking_is_best_score_first_ties_to_the_newer_turn(case):
     assert {s.turn_id for s in ranked} == matched
     keys = [(-round(s.score, 9), -s.seq, s.turn_id) for s in ranked]
     assert keys == sorted(keys)
+
+
+def _term_by_term(query, postings, limit=None):
+    """The formula as written, one posting at a time in query order (what
+    `rank_postings` computed before its arithmetic ran over arrays)."""
+    weighted = [
+        (term.weight * idf(min(len(hits), DF_CAP), REFERENCE_DOCS), hits)
+        for term in query.terms
+        if (hits := postings.get(term.word))
+    ]
+    known = {posting[0]: posting for _, hits in weighted for posting in hits}
+    if not known:
+        return []
+    avg = sum(posting[2] for posting in known.values()) / len(known)
+    scores: dict[int, float] = {}
+    for weight, hits in weighted:
+        for turn_id, _seq, tokens in hits:
+            scores[turn_id] = scores.get(turn_id, 0.0) + weight * tf_part(1, tokens, avg)
+    keyed = sorted((-round(v, 9), -known[t][1], t, v) for t, v in scores.items())
+    return [Scored(t, -neg_seq, v) for _, neg_seq, t, v in keyed][:limit]
+
+
+@settings(max_examples=400, deadline=None)
+@given(ranked_inputs(), st.integers(0, 45) | st.none(), st.booleans())
+def test_every_score_is_the_float_the_term_by_term_sum_gives(case, limit, as_arrays):
+    """Over arrays or tuples, the ranking and every score are bit for bit the formula's
+    own, posting by posting: the loader, the replay and /search rank alike whatever
+    form their postings take."""
+    query, postings = case
+    if as_arrays:
+        postings = {word: as_postings(hits) for word, hits in postings.items()}
+        tuples = {word: [tuple(p) for p in hits.tolist()] for word, hits in postings.items()}
+    else:
+        tuples = postings
+    assert rank_postings(query, postings, limit) == _term_by_term(query, tuples, limit)
+
+
+def test_a_negative_limit_is_refused():
+    with pytest.raises(ValueError, match="limit"):
+        rank_postings(make_query("oil"), {"oil": [Posting(1, 1, 4)]}, -1)
 
 
 def test_scores_a_rounding_apart_tie_and_the_newer_turn_wins_even_past_the_limit():

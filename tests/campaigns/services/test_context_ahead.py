@@ -15,6 +15,7 @@ from campaigns.models import Experiment, Participant
 from campaigns.reads import hit_cache, postings_cache, window_cache
 from campaigns.services import context_ahead
 from campaigns.services.context import pack_for_role
+from context_engine.ranking import as_postings
 from context_engine.render import pack_to_json
 from tests.factories import make_experiment, make_turn
 
@@ -165,9 +166,14 @@ def test_held_postings_cover_a_word_only_from_the_seq_they_were_read_past():
     """A word's postings read past seq 10 answer a read past 10 or later (the cache's
     entry may have moved on since they were sent): only the matches past it; a read
     past an earlier seq, or a word not sent, is left to the database."""
-    held = {"oil": (10, [(7, 15, 3), (6, 12, 3), (5, 11, 3)]), "salt": (10, [])}
+    held = {
+        "oil": (10, as_postings([(7, 15, 3), (6, 12, 3), (5, 11, 3)])),
+        "salt": (10, as_postings([])),
+    }
     found, words, since = context_ahead.covered_by_held(held, ["oil", "salt", "gate"], [10, 4, 10])
-    assert found == {"oil": [(7, 15, 3), (6, 12, 3), (5, 11, 3)]}
+    assert {word: rows.tolist() for word, rows in found.items()} == {
+        "oil": [[7, 15, 3], [6, 12, 3], [5, 11, 3]]
+    }
     assert (words, since) == (["salt", "gate"], [4, 10])
     found, _, _ = context_ahead.covered_by_held(held, ["oil"], [12])
-    assert found == {"oil": [(7, 15, 3)]}
+    assert {word: rows.tolist() for word, rows in found.items()} == {"oil": [[7, 15, 3]]}
