@@ -178,8 +178,9 @@ class Posting(NamedTuple):
     tokens: int
 
 
-@dataclass(frozen=True)
-class Scored:
+class Scored(NamedTuple):
+    """A ranked turn (a named tuple, as `Posting` is: a ranking makes ~40 a pack)."""
+
     turn_id: int
     seq: int
     score: float

@@ -122,13 +122,51 @@ def count_joined(lines: Sequence[str]) -> int:
     new strings to split, hash and look up (the recent and retrieval sections, ~200
     lines, a few times a pack). Exact as `lines_of` is: every line after the first must
     start with a character that is not whitespace (an empty or space-led one would join
-    the line before it), else the joined text is counted."""
+    the line before it), else the joined text is counted.
+
+    The lines between the first and the last are looked up in one pass in C
+    (`_FOLLOWING`): a line kept there may follow a newline, so a found count also
+    settles that line's check."""
     if not lines:
         return 0
     name, _ = _counter()
-    if name != "cl100k_base" or not all(line and not line[0].isspace() for line in lines[1:]):
+    last = lines[-1]
+    if name != "cl100k_base" or (len(lines) > 1 and not _may_follow(last)):
         return count("\n".join(lines))
-    return _count_lines(lines)
+    if len(lines) == 1:
+        return _count(last)
+    middle = lines[1:-1]
+    counts = list(map(_FOLLOWING.get, middle))
+    if None in counts:
+        for index, found in enumerate(counts):
+            if found is None:
+                line = middle[index]
+                if not _may_follow(line):
+                    return count("\n".join(lines))
+                counts[index] = _following_count(line)
+    return _count_line(lines[0]) + sum(counts) + _count(last)
+
+
+def _may_follow(line: str) -> bool:
+    """May ``line`` come after a newline in an exact sum (not empty, not space-led)?"""
+    return bool(line) and not line[0].isspace()
+
+
+# ``count(line + "\n")`` of short lines that may follow a newline (`_may_follow`), read
+# with ``dict.get`` in C: an ``lru_cache`` lookup is a Python call per line, and a pack
+# looks up ~300 lines. Emptied when full.
+_FOLLOWING: dict[str, int] = {}
+FOLLOWING_CACHED = 32768
+
+
+def _following_count(line: str) -> int:
+    """`_count_line` of a line that may follow a newline, kept in `_FOLLOWING` if short."""
+    counted = _count_line(line)
+    if len(line) < CACHED_TEXT_CHARS:
+        if len(_FOLLOWING) >= FOLLOWING_CACHED:
+            _FOLLOWING.clear()
+        _FOLLOWING[line] = counted
+    return counted
 
 
 def _count_lines(chunks: Sequence[str]) -> int:

@@ -141,15 +141,23 @@ def test_a_long_section_counted_by_its_lines_counts_as_one_encoding_of_it(lines)
     assert tokens.count_joined(lines) == encode("\n".join(lines))
 
 
-def test_a_section_counted_by_its_lines_looks_each_line_up_and_encodes_only_a_new_one():
+def test_a_section_counted_by_its_lines_looks_each_line_up_and_encodes_only_a_new_one(
+    monkeypatch,
+):
     lines = ["## Recent events"] + [f"[R{i}] Wren (action): I count crate {i}." for i in range(50)]
     assert tokens.count_joined(lines) == encode("\n".join(lines))
-    before = tokens._count_line_cached.cache_info()
+    name, counter = tokens._counter()
+    encoded: list[str] = []
+
+    def counting(text: str) -> int:
+        encoded.append(text)
+        return counter(text)
+
+    monkeypatch.setattr(tokens, "_counter", lambda: (name, counting))
     moved = [*lines, "[R50] Cassia (action): I close it."]
     assert tokens.count_joined(moved) == encode("\n".join(moved))
-    after = tokens._count_line_cached.cache_info()
-    assert after.misses - before.misses == 1  # the old last line, now with its newline
-    assert after.hits - before.hits == len(lines) - 1  # the header and the other lines
+    # The old last line, now with its newline, and the new last line: nothing else.
+    assert encoded == [lines[-1] + "\n", moved[-1]]
 
 
 def test_lines_that_would_join_the_line_before_are_counted_joined():
