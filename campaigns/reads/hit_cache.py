@@ -69,10 +69,11 @@ def hit_rows(
     hit_ids: Sequence[int],
     neighbours: int,
     read: Callable[[list[int]], list[tuple]],
-) -> list[tuple]:
-    """The rows `search.hit_query` gives for ``hit_ids``, without its id columns:
-    ``(1, *turn)`` for each readable hit, then ``(0, *turn)`` for each of their
-    neighbours and opening turns that is not a hit.
+) -> tuple[list[tuple], list[tuple]]:
+    """What `search.hit_query` gives for ``hit_ids``, as `split` makes it: the readable
+    hits' rows in the order asked, and each of their neighbours' and opening turns'
+    rows that is not a hit, once (the kept rows themselves: a pack's views of them are
+    found by identity, `adapters.turn_view_row`).
 
     ``read(ids)``: `search.hit_query`'s rows for ``ids`` (with ``neighbours``) — called
     once, for the hits this cache does not hold under ``stamp``, or not at all."""
@@ -101,16 +102,22 @@ def hit_rows(
         if not connection.in_atomic_block:
             with _lock:
                 keep_bounded(_entries, {(*base, hit): fresh[hit] for hit in whole}, MAX_HITS)
-    found = [hit for hit in wanted if hit in held]
-    rows = [(1, *held[hit].row) for hit in found]
-    hits = set(found)
+    found = [held[hit] for hit in wanted if hit in held]
+    hits = {entry.row[0] for entry in found}
     near: dict[int, tuple] = {}
-    for hit in found:
-        for row in held[hit].around:
+    for entry in found:
+        for row in entry.around:
             if row[0] not in hits:
                 near.setdefault(row[0], row)
-    rows.extend((0, *row) for row in near.values())
-    return rows
+    return [entry.row for entry in found], list(near.values())
+
+
+def split(rows: list[tuple], hit_ids: Sequence[int]) -> tuple[list[tuple], list[tuple]]:
+    """`search.hit_query`'s rows as `hit_rows` gives them: the readable hits' rows (its
+    ``TURN_COLUMNS``) in the order of ``hit_ids``, and the other rows."""
+    by_id = {row[1]: row[1 : 1 + WIDTH] for row in rows if row[0]}
+    near = [row[1 : 1 + WIDTH] for row in rows if not row[0]]
+    return [by_id[hit] for hit in dict.fromkeys(hit_ids) if hit in by_id], near
 
 
 def _entries_from(

@@ -29,6 +29,7 @@ has changed since the same pack was built.
 from __future__ import annotations
 
 from dataclasses import replace
+from operator import itemgetter
 
 import numpy as np
 from django.db.models import Exists, OuterRef, Subquery, Value
@@ -366,12 +367,15 @@ def _ranked_retrieval(
         )
 
     if stamp is None:
-        rows = read_hits(ids)
+        hit_rows, near = hit_cache.split(read_hits(ids), ids)
     else:
-        rows = hit_cache.hit_rows(stamp, ids, neighbours, read_hits)
-    width = len(packs.TURN_COLUMNS)
-    by_id = {row[1]: row[1 : 1 + width] for row in rows if row[0]}
-    hits = tuple(adapters.turn_view_row(by_id[i], dm_roles) for i in ids if i in by_id)
-    near = sorted((row[1 : 1 + width] for row in rows if not row[0]), key=lambda row: row[1])
-    around = tuple(adapters.turn_view_row(row, dm_roles) for row in near)
-    return hits, around
+        hit_rows, near = hit_cache.hit_rows(stamp, ids, neighbours, read_hits)
+    near.sort(key=_SEQ)
+    view = adapters.turn_view_row
+    return (
+        tuple(view(row, dm_roles) for row in hit_rows),
+        tuple(view(row, dm_roles) for row in near),
+    )
+
+
+_SEQ = itemgetter(packs.TURN_SEQ)

@@ -93,7 +93,11 @@ def _shaped(rows: list[tuple]) -> tuple[dict, list]:
 
 def cached(experiment, viewer, ids, neighbours=1, reader=None):
     reader = reader or Reader(experiment, viewer, neighbours)
-    return _shaped(hit_cache.hit_rows(stamp(experiment, viewer), ids, neighbours, reader))
+    hits, near = hit_cache.hit_rows(stamp(experiment, viewer), ids, neighbours, reader)
+    shown = {row[0] for row in hits}
+    # The hits come in the order asked for, each once.
+    assert [row[0] for row in hits] == [i for i in dict.fromkeys(ids) if i in shown]
+    return {row[0]: row for row in hits}, sorted(near)
 
 
 def fresh(experiment, viewer, ids, neighbours=1):
