@@ -276,33 +276,42 @@ class Bm25Index:
 
     def __init__(self, docs: Sequence[tuple[object, str]]):
         self.keys = [key for key, _ in docs]
-        self.tfs: list[dict[str, int]] = []
         self.lengths: list[int] = []
         df: dict[str, int] = {}
-        for _, text in docs:
+        # term -> (document index, term frequency), documents in order: a query scores
+        # only the documents that hold one of its terms.
+        self.postings: dict[str, list[tuple[int, int]]] = {}
+        for index, (_, text) in enumerate(docs):
             counts: dict[str, int] = {}
             for term in terms(text):
                 counts[term] = counts.get(term, 0) + 1
-            self.tfs.append(counts)
             self.lengths.append(sum(counts.values()))
-            for term in counts:
+            for term, tf in counts.items():
                 df[term] = df.get(term, 0) + 1
+                self.postings.setdefault(term, []).append((index, tf))
         self.df = df
         self.avg = (sum(self.lengths) / len(self.lengths)) if self.lengths else 0.0
 
     def rank(self, text: str) -> list[tuple[object, float]]:
-        """Documents that share a term with ``text``, best first (ties: later first)."""
+        """Documents that share a term with ``text``, best first (ties: later first).
+
+        A document's score adds its terms' parts in the query's term order (sorted),
+        from 0, as the formula is written; only documents holding a query term are
+        visited."""
         query = sorted(set(terms(text)))
         n = len(self.keys)
-        weights = {t: idf(self.df[t], n) for t in query if t in self.df}
-        scored = []
-        for index, counts in enumerate(self.tfs):
-            score = sum(
-                w * tf_part(counts[t], self.lengths[index], self.avg)
-                for t, w in weights.items()
-                if t in counts
-            )
-            if score > 0:
-                scored.append((-round(score, 9), -index, self.keys[index], score))
+        scores: dict[int, float] = {}
+        for term in query:
+            if term not in self.df:
+                continue
+            weight = idf(self.df[term], n)
+            for index, tf in self.postings[term]:
+                part = weight * tf_part(tf, self.lengths[index], self.avg)
+                scores[index] = scores.get(index, 0) + part
+        scored = [
+            (-round(score, 9), -index, self.keys[index], score)
+            for index, score in scores.items()
+            if score > 0
+        ]
         scored.sort(key=lambda s: (s[0], s[1]))
         return [(key, score) for _, _, key, score in scored]

@@ -267,10 +267,10 @@ def rank(
     order += top[NEIGHBOURS_FIRST:]
     order += [t for hit in top[NEIGHBOURS_FIRST:] for t in (*dated[hit.id], *around[hit.id])]
     for turn in order:
-        ref = f"turn:{turn.id}"
-        if ref not in placed:
-            placed.add(ref)
-            out.append(_turn_hit(turn))
+        hit = _turn_hit(turn)  # kept per turn, its ref with it
+        if hit.ref not in placed:
+            placed.add(hit.ref)
+            out.append(hit)
     return out
 
 

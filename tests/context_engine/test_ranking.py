@@ -11,6 +11,7 @@ from context_engine.ranking import (
     CONTEXT_WEIGHT,
     DF_CAP,
     REFERENCE_DOCS,
+    Bm25Index,
     Posting,
     Query,
     QueryTerm,
@@ -19,6 +20,7 @@ from context_engine.ranking import (
     idf,
     make_query,
     rank_postings,
+    terms,
     tf_part,
 )
 
@@ -133,3 +135,42 @@ def test_a_query_is_made_once_whatever_order_the_names_come_in():
     by_role = make_query("Where is the tonic?", texts, ["Cassia", "DM", "Wren"])
     assert by_role is seated
     assert {term.word: term.weight for term in seated.terms}["wren"] < CONTEXT_WEIGHT
+
+
+def _classic(docs, text):
+    """Classic BM25 written document by document, each score a sum over the query's
+    sorted terms, from 0 (what `Bm25Index.rank` computed before its inverted index)."""
+    tfs = []
+    for _, doc in docs:
+        counts: dict[str, int] = {}
+        for term in terms(doc):
+            counts[term] = counts.get(term, 0) + 1
+        tfs.append(counts)
+    lengths = [sum(c.values()) for c in tfs]
+    avg = sum(lengths) / len(lengths) if lengths else 0.0
+    df: dict[str, int] = {}
+    for counts in tfs:
+        for term in counts:
+            df[term] = df.get(term, 0) + 1
+    weights = {t: idf(df[t], len(docs)) for t in sorted(set(terms(text))) if t in df}
+    scored = []
+    for index, counts in enumerate(tfs):
+        score = sum(
+            w * tf_part(counts[t], lengths[index], avg) for t, w in weights.items() if t in counts
+        )
+        if score > 0:
+            scored.append((-round(score, 9), -index, docs[index][0], score))
+    scored.sort(key=lambda s: (s[0], s[1]))
+    return [(key, score) for _, _, key, score in scored]
+
+
+sentences = st.lists(st.sampled_from([*WORDS, "salt", "gate", "the", "oils"]), max_size=8).map(
+    " ".join
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(sentences, max_size=12), sentences)
+def test_the_classic_index_scores_as_the_formula_written_document_by_document(docs, text):
+    keyed = [(f"d{i}", doc) for i, doc in enumerate(docs)]
+    assert Bm25Index(keyed).rank(text) == _classic(keyed, text)
