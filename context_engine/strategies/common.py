@@ -267,5 +267,6 @@ def retrieval_known(view: View) -> list[TurnView]:
     return [t for t in turns if view.omniscient or t.kind != "monologue"]
 
 
-def window_text_lower(entries: list[Entry], input_text: str) -> str:
-    return "\n".join([*(e.content for e in entries), input_text]).lower()
+def window_texts(entries: list[Entry], input_text: str) -> list[str]:
+    """The texts the window's lore names are looked for in (`sections.named_lore_ids`)."""
+    return [*(e.content for e in entries), input_text]

@@ -25,7 +25,7 @@ from context_engine.strategies.common import (
     round_window,
     statics,
     window_start_event,
-    window_text_lower,
+    window_texts,
 )
 from context_engine.trimming import Line, assemble, entry_line, fixed_line, protected_refs
 from context_engine.types import SECTION_NAMES, PackInput, TrimEvent, TurnView
@@ -223,8 +223,7 @@ def build(inp: PackInput, view: View) -> Draft:
     protected = protected_refs(window, view.dm_roles)
 
     lore = secs.lore_candidates(view)
-    haystack = window_text_lower(window, inp.input_text)
-    named = secs.named_lore_ids(lore, haystack)
+    named = secs.named_lore_ids(lore, window_texts(window, inp.input_text))
     query = retrieval.query_for(inp.input_text, view.turns, view.participants)
     known = retrieval_known(view)
 

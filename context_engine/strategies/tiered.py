@@ -31,7 +31,7 @@ from context_engine.strategies.common import (
     round_window,
     statics,
     window_start_event,
-    window_text_lower,
+    window_texts,
 )
 from context_engine.trimming import (
     Line,
@@ -130,7 +130,7 @@ def build(inp: PackInput, view: View) -> Draft:
     warm = [e for e in window if e.ref not in hot_refs]
 
     lore = secs.lore_candidates(view)
-    named = secs.named_lore_ids(lore, window_text_lower(window, inp.input_text))
+    named = secs.named_lore_ids(lore, window_texts(window, inp.input_text))
     query = retrieval.query_for(inp.input_text, view.turns, view.participants)
     in_window = {e.ref for e in window}
     known = retrieval_known(view)

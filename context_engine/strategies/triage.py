@@ -27,7 +27,7 @@ from context_engine.strategies.common import (
     last_window,
     statics,
     window_start_event,
-    window_text_lower,
+    window_texts,
 )
 from context_engine.trimming import Line, assemble, entry_line, protected_refs
 from context_engine.types import SECTION_NAMES, PackInput, PackItem, TrimEvent
@@ -80,7 +80,7 @@ def build(inp: PackInput, view: View) -> Draft:
                 )
             )
     lore = secs.lore_candidates(view)
-    named = secs.named_lore_ids(lore, window_text_lower(window, inp.input_text))
+    named = secs.named_lore_ids(lore, window_texts(window, inp.input_text))
 
     def frozen(budget: int):
         section, events, warnings, _ = secs.frozen_section(view, inp.hook, budget, lore, named)

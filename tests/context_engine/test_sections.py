@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from context_engine import sections as secs
+from context_engine import textops
 from context_engine.candidates import gather
 from tests.context_engine.helpers import Log, config, lore, pack_input
 
@@ -17,7 +21,7 @@ def frozen(entries=ENTRIES, budget: int = 2500, hook: str = "Ashfall burns."):
     log.add(1, "DM", "narrative", "The party meets Term3 at the gate.")
     view = gather(pack_input("Thorin", log, lore=entries, hook=hook, config=config()))
     candidates = secs.lore_candidates(view)
-    named = secs.named_lore_ids(candidates, "the party meets term3 at the gate.")
+    named = secs.named_lore_ids(candidates, ["The party meets Term3 at the gate."])
     return secs.frozen_section(view, hook, budget, candidates, named)
 
 
@@ -47,3 +51,27 @@ def test_a_pack_that_changes_its_event_list_leaves_the_next_packs_alone():
     again = frozen(budget=60)
     assert again == (section, kept, [], full_ids)
     assert again[1] is not events
+
+
+words = st.sampled_from(["Term1", "term2", "Salt-gate", "gate", "the", "Ob", "ob-", "-x", "é"])
+texts = st.lists(words, max_size=6).map(" ".join)
+
+
+terms = st.lists(st.sampled_from(["Term1", "term2", "salt-gate", "gate", "ob", "Salt gate"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(terms.map(lambda chosen: chosen[:5]), st.lists(texts, max_size=5))
+def test_lore_named_in_the_window_is_what_a_search_of_its_joined_texts_finds(terms, window):
+    """Looked up text by text (and kept per text), the named lore is exactly what one
+    whole-word search of the texts joined by newlines finds, again when asked again."""
+    entries = tuple(lore(i + 1, term, "A marsh thing.") for i, term in enumerate(terms))
+    log = Log()
+    log.add(1, "DM", "narrative", "The party waits.")
+    candidates = secs.lore_candidates(
+        gather(pack_input("Thorin", log, lore=entries, config=config()))
+    )
+    joined = "\n".join(window).lower()
+    expected = {c.lore.id for c in candidates if textops.mentions(c.lore.term, joined)}
+    assert secs.named_lore_ids(candidates, window) == expected
+    assert secs.named_lore_ids(candidates, window) == expected
