@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from heapq import nsmallest
+from itertools import chain
 from typing import NamedTuple
 
 import numpy as np
@@ -191,7 +191,8 @@ def as_postings(hits: Sequence[Sequence[int]] | np.ndarray) -> np.ndarray:
     tokens)`` per turn, newest first (the loader's rows come as one already)."""
     if isinstance(hits, np.ndarray):
         return hits
-    return np.array(hits, dtype=np.int64).reshape(-1, 3)
+    flat = chain.from_iterable(hits)
+    return np.fromiter(flat, dtype=np.int64, count=3 * len(hits)).reshape(-1, 3)
 
 
 def rank_postings(
@@ -214,6 +215,25 @@ def rank_postings(
     order, from 0.0 (`np.bincount` adds its weights in input order). The ranking's keys
     and ties are then decided on the few turns that can be among the best, in Python.
     """
+    ranked = _ranked(query, postings, limit)
+    return [Scored(turn_id, -neg_seq, score) for _, neg_seq, turn_id, score in ranked]
+
+
+def ranked_ids(
+    query: Query,
+    postings: Mapping[str, Sequence[Posting] | np.ndarray],
+    limit: int | None = None,
+) -> list[int]:
+    """The turn ids of `rank_postings`, best first (no `Scored` made: the loader's hits)."""
+    return [turn_id for _, _, turn_id, _ in _ranked(query, postings, limit)]
+
+
+def _ranked(
+    query: Query,
+    postings: Mapping[str, Sequence[Posting] | np.ndarray],
+    limit: int | None,
+) -> list[tuple[float, int, int, float]]:
+    """`rank_postings`' sort keys ``(-rounded score, -seq, turn id, score)``, in order."""
     weights: list[float] = []
     arrays: list[np.ndarray] = []
     for term in query.terms:
@@ -249,11 +269,10 @@ def rank_postings(
         (-round(score, 9), -seq, turn_id, score)
         for score, seq, turn_id in zip(scores.tolist(), seqs.tolist(), ids.tolist(), strict=True)
     ]
+    keyed.sort()  # the turns near the limit-th score: one sort in C, then the head
     if bounded:
-        keyed = nsmallest(limit, keyed)
-    else:
-        keyed.sort()
-    return [Scored(turn_id, -neg_seq, score) for _, neg_seq, turn_id, score in keyed]
+        del keyed[limit:]
+    return keyed
 
 
 def postings_of(

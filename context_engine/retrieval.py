@@ -118,7 +118,7 @@ def ranked_hits(
     hits here, so they rank alike. Turns of the hot window may rank too: under strain
     or a small budget the window does not show them all, and the engine skips those it
     does show."""
-    return [s.turn_id for s in ranking.rank_postings(query, postings, limit)]
+    return ranking.ranked_ids(query, postings, limit)
 
 
 def search_memory(

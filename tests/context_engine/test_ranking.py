@@ -20,6 +20,7 @@ from context_engine.ranking import (
     idf,
     make_query,
     rank_postings,
+    ranked_ids,
     terms,
     tf_part,
 )
@@ -99,7 +100,9 @@ def test_every_score_is_the_float_the_term_by_term_sum_gives(case, limit, as_arr
         tuples = {word: [tuple(p) for p in hits.tolist()] for word, hits in postings.items()}
     else:
         tuples = postings
-    assert rank_postings(query, postings, limit) == _term_by_term(query, tuples, limit)
+    ranked = rank_postings(query, postings, limit)
+    assert ranked == _term_by_term(query, tuples, limit)
+    assert ranked_ids(query, postings, limit) == [s.turn_id for s in ranked]
 
 
 def test_a_negative_limit_is_refused():
