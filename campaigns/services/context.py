@@ -186,7 +186,7 @@ def pack_input_for_role(
     if monologues:
         seen = {row[0] for row in window}
         window = window + [row for row in monologues if row[0] not in seen]
-    views = [adapters.turn_view_row(row, dm_roles) for row in window]
+    views = adapters.turn_view_row.many(window, dm_roles)
     views.extend(adapters.stub_view_row(row, dm_roles) for row in stubs)
     loaded = [view for view in views if view.content]
     query = query_for(input_text, loaded, participants)
@@ -371,11 +371,8 @@ def _ranked_retrieval(
     else:
         hit_rows, near = hit_cache.hit_rows(stamp, ids, neighbours, read_hits)
     near.sort(key=_SEQ)
-    view = adapters.turn_view_row
-    return (
-        tuple(view(row, dm_roles) for row in hit_rows),
-        tuple(view(row, dm_roles) for row in near),
-    )
+    views = adapters.turn_view_row.many
+    return tuple(views(hit_rows, dm_roles)), tuple(views(near, dm_roles))
 
 
 _SEQ = itemgetter(packs.TURN_SEQ)
