@@ -6,11 +6,13 @@ that the table is complete and that nothing a benchmark creates is kept.
 
 from __future__ import annotations
 
+import shutil
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
 
 from campaigns.models import Experiment, Turn
 
@@ -171,3 +173,47 @@ def test_bench_context_can_time_committed_campaigns_and_deletes_them():
 def test_bench_context_refuses_a_negative_number_of_other_campaigns():
     with pytest.raises(CommandError, match="--other-campaigns"):
         call_command("bench_context", sizes=[16], other_campaigns=-1, stdout=StringIO())
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(
+    not (shutil.which("valgrind") and shutil.which("callgrind_control")),
+    reason="valgrind is not installed (apt-get install valgrind)",
+)
+def test_bench_instructions_counts_each_kind_of_pack_under_callgrind_and_keeps_nothing():
+    """Children under callgrind count the packs on a copy of the database (a file copy
+    on SQLite, a template on PostgreSQL), which is dropped with the campaigns."""
+    out = StringIO()
+    call_command("bench_instructions", sizes=[8, 16], packs=1, stdout=out, stderr=StringIO())
+    lines = out.getvalue().splitlines()
+    assert "instructions a pack executes in this process (callgrind)" in lines[0]
+    rows = {line.split()[0]: line.split() for line in lines[3:]}
+    assert set(rows) == {"rebuilt", "new"}
+    for row in rows.values():
+        few, many = (float(cell.rstrip("M")) for cell in row if cell.endswith("M"))
+        assert few > 0.5 and many > 0.5  # millions of instructions: a pack was built
+        assert abs(float(row[-1].rstrip("×")) - many / few) < 0.02  # the ratio of the two
+    assert Experiment.objects.count() == 0 and Turn.objects.count() == 0
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_database WHERE datname LIKE %s", ["%_instructions_%"]
+            )
+            assert cursor.fetchone()[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [({"packs": 0}, "--packs"), ({"sizes": [8, 8]}, "--sizes"), ({"sizes": [4, 16]}, "--sizes")],
+)
+def test_bench_instructions_refuses_what_it_cannot_count(options, named):
+    with pytest.raises(CommandError, match=named):
+        call_command("bench_instructions", stdout=StringIO(), stderr=StringIO(), **options)
+
+
+def test_bench_instructions_names_the_missing_package(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda tool: None)
+    with pytest.raises(CommandError, match="valgrind package"):
+        call_command("bench_instructions", stdout=StringIO(), stderr=StringIO())
+    assert Experiment.objects.count() == 0
