@@ -186,6 +186,11 @@ class Scored(NamedTuple):
     score: float
 
 
+# A word with no postings, as `as_postings` gives it (shared: read-only).
+NO_POSTINGS = np.empty((0, 3), dtype=np.int64)
+NO_POSTINGS.flags.writeable = False
+
+
 def as_postings(hits: Sequence[Sequence[int]] | np.ndarray) -> np.ndarray:
     """A word's postings as the array `rank_postings` reads: one row ``(turn id, seq,
     tokens)`` per turn, newest first (the loader's rows come as one already)."""
@@ -234,6 +239,8 @@ def _ranked(
     limit: int | None,
 ) -> list[tuple[float, int, int, float]]:
     """`rank_postings`' sort keys ``(-rounded score, -seq, turn id, score)``, in order."""
+    if limit is not None and limit < 0:
+        raise ValueError("limit must be at least 0")
     weights: list[float] = []
     arrays: list[np.ndarray] = []
     for term in query.terms:
@@ -243,8 +250,6 @@ def _ranked(
         array = as_postings(hits)
         weights.append(term.weight * idf(min(len(array), DF_CAP), REFERENCE_DOCS))
         arrays.append(array)
-    if limit is not None and limit < 0:
-        raise ValueError("limit must be at least 0")
     if not arrays or limit == 0:
         return []
     every = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
@@ -296,7 +301,6 @@ class Bm25Index:
     def __init__(self, docs: Sequence[tuple[object, str]]):
         self.keys = [key for key, _ in docs]
         self.lengths: list[int] = []
-        df: dict[str, int] = {}
         # term -> (document index, term frequency), documents in order: a query scores
         # only the documents that hold one of its terms.
         self.postings: dict[str, list[tuple[int, int]]] = {}
@@ -306,9 +310,7 @@ class Bm25Index:
                 counts[term] = counts.get(term, 0) + 1
             self.lengths.append(sum(counts.values()))
             for term, tf in counts.items():
-                df[term] = df.get(term, 0) + 1
                 self.postings.setdefault(term, []).append((index, tf))
-        self.df = df
         self.avg = (sum(self.lengths) / len(self.lengths)) if self.lengths else 0.0
 
     def rank(self, text: str) -> list[tuple[object, float]]:
@@ -321,10 +323,11 @@ class Bm25Index:
         n = len(self.keys)
         scores: dict[int, float] = {}
         for term in query:
-            if term not in self.df:
+            found = self.postings.get(term)
+            if found is None:
                 continue
-            weight = idf(self.df[term], n)
-            for index, tf in self.postings[term]:
+            weight = idf(len(found), n)  # the term's document frequency
+            for index, tf in found:
                 part = weight * tf_part(tf, self.lengths[index], self.avg)
                 scores[index] = scores.get(index, 0) + part
         scored = [

@@ -46,7 +46,7 @@ from django.db import connection
 from campaigns.reads.precompiled import database_key, keep_bounded
 from campaigns.reads.search import ALL_SEQS
 from campaigns.reads.selectors import Viewer
-from context_engine.ranking import DF_CAP, Query
+from context_engine.ranking import DF_CAP, NO_POSTINGS, Query
 
 MAX_WORDS = 2048  # (experiment, viewer, word) entries, each at most DF_CAP postings
 MAX_RANKINGS = 1024  # (experiment, viewer, stamp, query) rankings, each a few ids
@@ -176,7 +176,7 @@ def _postings(
     keep = not connection.in_atomic_block
     kept: dict[tuple, _Entry] = {}
     for word in wanted:
-        new = fresh.get(word, _NONE)
+        new = fresh.get(word, NO_POSTINGS)
         entry = held.get(word)
         rows = new if entry is None else _joined(new, entry.postings)
         found[word] = rows
@@ -190,10 +190,6 @@ def _postings(
         with _lock:
             keep_bounded(_entries, kept, MAX_WORDS)
     return found, settled
-
-
-_NONE = np.empty((0, 3), dtype=np.int64)
-_NONE.flags.writeable = False
 
 
 def _joined(new: Postings, held: Postings) -> Postings:

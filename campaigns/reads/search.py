@@ -23,7 +23,7 @@ from campaigns.reads import search_postgres, search_sqlite, selectors
 from campaigns.reads.packs import TURN_COLUMNS, slot_values, slot_viewer, statement_shape
 from campaigns.reads.precompiled import Precompiled, Query, compile_once
 from campaigns.reads.selectors import Viewer
-from context_engine.ranking import DF_CAP, stem
+from context_engine.ranking import DF_CAP, NO_POSTINGS, stem
 
 # --- ranked retrieval (SPEC §5.8) ------------------------------------------------------
 
@@ -77,8 +77,6 @@ def postings_query(
 
 POSTING_COLUMNS = ("id", "seq", "tokens")  # a row: (word index, *POSTING_COLUMNS[, round])
 _WORD_SEQ = (0, 1 + POSTING_COLUMNS.index("seq"))
-_NO_POSTINGS = np.empty((0, 3), dtype=np.int64)
-_NO_POSTINGS.flags.writeable = False
 
 
 def _columns(rounds: bool) -> tuple[str, ...]:
@@ -104,7 +102,7 @@ def postings_by_word(
     before ``before_round`` when given (rows read with ``rounds``). The rows are made
     one array in one pass (at 50,000 turns a pack reads about 1,300 of them) and each
     word's postings are a slice of it."""
-    postings = dict.fromkeys(words, _NO_POSTINGS)
+    postings = dict.fromkeys(words, NO_POSTINGS)
     if not rows:
         return postings
     width = len(rows[0])

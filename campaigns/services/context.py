@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 from operator import itemgetter
+from typing import TYPE_CHECKING
 
-import numpy as np
 from django.db.models import Exists, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 
@@ -53,6 +53,9 @@ from context_engine.commands import history_needs
 from context_engine.pack import build_pack
 from context_engine.retrieval import query_for, ranked_hits
 from context_engine.types import STORY_ORDER, ModelWindow, Pack, PackInput, ParticipantView
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_INPUT_CHARS = 20_000
 EVENTS_LOADED = 5

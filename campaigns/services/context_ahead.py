@@ -8,9 +8,8 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from django.db import connection
 
 from campaigns.reads import packs, postings_cache, search, window_cache
@@ -20,6 +19,9 @@ from campaigns.reads.selectors import Viewer
 from campaigns.services.memory.retrieval import PINS_READ
 from context_engine.types import HistoryNeeds
 from context_engine.visibility import audience_key
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import urlparse
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -167,12 +167,8 @@ class _database_copy:
         connection.close()
         with self._server() as server:
             server.execute(f'CREATE DATABASE "{self.name}" TEMPLATE "{self.settings["NAME"]}"')
-        user = quote(self.settings.get("USER") or "", safe="")
-        password = quote(self.settings.get("PASSWORD") or "", safe="")
-        login = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-        host = self.settings.get("HOST") or "127.0.0.1"
-        port = self.settings.get("PORT") or 5432
-        return f"postgres://{login}{host}:{port}/{self.name}"
+        # PostgreSQL is reached only through DATABASE_URL: the same URL, the copy's name.
+        return urlparse(os.environ["DATABASE_URL"])._replace(path=f"/{self.name}").geturl()
 
     def __exit__(self, *exc_info) -> None:
         if connection.vendor == "sqlite":
