@@ -4,8 +4,9 @@ hold the turns that answer it?
 For each question and each asking role (the question's ``role``, or else every non-judge
 role that can read at least one evidence turn), the role's *readable evidence* is the
 question's evidence turns it may read (`candidates.readable_turn`) that exist by
-``asked_at_round``. A turn is found when its content, whitespace-normalised, stands in
-the pack's text (every section but the input, which is the question itself). Recall of
+``asked_at_round``. A turn is found when its content as a pack writes it (`lines.frame`:
+a multi-line turn's further lines start with the continuation mark), whitespace-normalised,
+stands in the pack's text (every section but the input, which is the question itself). Recall of
 a pair = found ÷ readable evidence; a configuration's recall is the mean over the pairs
 with at least one readable evidence turn, overall and per category. Evidence a role
 cannot read never counts for or against it.
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from context_engine.arena.floors import FLOORS, Bm25Floor, fill, recency_floor
 from context_engine.arena.replay import Replay
 from context_engine.candidates import readable_turn
+from context_engine.lines import frame
 from context_engine.pack import build_pack
 from context_engine.types import Pack, PackConfig, TurnView
 
@@ -77,8 +79,9 @@ def asks_for(
 
 
 def found(text: str, evidence: Sequence[TurnView]) -> int:
-    """How many evidence turns' contents stand in ``text`` (already normalised)."""
-    return sum(1 for turn in evidence if normalise(turn.content) in text)
+    """How many evidence turns' contents, framed as every pack and floor writes them,
+    stand in ``text`` (already normalised)."""
+    return sum(1 for turn in evidence if normalise(frame(turn.content)) in text)
 
 
 def pack_search_text(pack: Pack) -> str:

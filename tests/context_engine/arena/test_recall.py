@@ -135,6 +135,15 @@ def test_a_pack_counts_a_turn_only_outside_its_input_section():
     assert normalise(" a \n b ") == "a b"
 
 
+def test_a_multi_line_turn_counts_as_the_pack_writes_it_with_its_continuation_marks():
+    photo = replace(TURNS[2], content="I got it!\n [shares a photo: a degree certificate]")
+    line = turn_entry(photo).line
+    assert "\n  | " in line  # framed: the turn's second line is marked as its own
+    assert found(normalise(line), [photo]) == 1
+    # The same words in another turn's framing, or a first line alone, are not the turn.
+    assert found(normalise("[R2] Cassia (action): I got it!"), [photo]) == 0
+
+
 def test_the_arena_reports_recall_with_both_floors_at_every_budget():
     history = History(participants=PARTICIPANTS, turns=TURNS, config=PackConfig())
     options = ArenaOptions(strategies=("full_history",), budgets=(4000, 13000), every=3)
