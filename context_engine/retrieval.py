@@ -53,15 +53,10 @@ class Preset:
     neighbours: int  # readable turns on each side of a hit
 
 
-# Three neighbours a side: on LoCoMo (conversations 3, 4, 6 and 7) the answer to a question
-# sits within three turns of the turn that matches its words far more often than in a
-# lower-ranked match: one a side → three raised `layered`'s evidence recall at 8,000 tokens
-# from 0.863 / 0.869 / 0.791 / 0.856 to 0.895 / 0.900 / 0.817 / 0.875, and at 4,000 and
-# 2,000 too (README, "Arena"); more hits instead of wider exchanges did less.
 PRESETS = {
     "minimal": Preset(facts=1, hits=8, neighbours=0),
-    "standard": Preset(facts=2, hits=40, neighbours=3),
-    "deep": Preset(facts=3, hits=80, neighbours=3),
+    "standard": Preset(facts=2, hits=40, neighbours=1),
+    "deep": Preset(facts=3, hits=80, neighbours=2),
 }
 NEIGHBOURS_FIRST = 2  # hits whose neighbours come before the lower-ranked hits
 CONTEXT_TURNS = 4  # the newest turns whose rarer words join the query
