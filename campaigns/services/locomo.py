@@ -118,7 +118,9 @@ def locomo_qa_questions(qa: Any, keys: set[str], asked_at_round: int) -> list[di
         evidence = item.get("evidence", [])
         if not isinstance(evidence, list):
             raise LoCoMoError(f"qa[{index}].evidence: expected a list of dialog ids.")
-        kept = list(dict.fromkeys(key for key in evidence if isinstance(key, str) and key in keys))
+        # A few entries hold several ids in one string ("D9:1 D4:4 D4:6", conversation 9).
+        named = (part for key in evidence if isinstance(key, str) for part in key.split())
+        kept = list(dict.fromkeys(key for key in named if key in keys))
         if "answer" not in item or not kept:
             continue
         questions.append(

@@ -31,6 +31,7 @@ SAMPLE = {
             "category": 4,
         },
         {"question": "How many dogs?", "answer": 2, "evidence": ["D2:1", "D9:9"], "category": 1},
+        {"question": "What did Ada say?", "answer": "Hi", "evidence": ["D1:2 D1:1"], "category": 1},
         {
             "question": "What did Ada lose?",
             "evidence": ["D1:2"],
@@ -97,6 +98,13 @@ def test_questions_keep_existing_evidence_and_drop_unanswerable_ones():
             "question": "How many dogs?",
             "answer": "2",
             "evidence": ["D2:1"],
+            "category": "multi-hop",
+            "asked_at_round": 2,
+        },
+        {  # one evidence string naming two lines, as a few of LoCoMo's do
+            "question": "What did Ada say?",
+            "answer": "Hi",
+            "evidence": ["D1:2", "D1:1"],
             "category": "multi-hop",
             "asked_at_round": 2,
         },
