@@ -5,10 +5,11 @@ For each question and each asking role (the question's ``role``, or else every n
 role that can read at least one evidence turn), the role's *readable evidence* is the
 question's evidence turns it may read (`candidates.readable_turn`) that exist by
 ``asked_at_round``. A turn is found when its content as a pack writes it (`lines.frame`:
-a multi-line turn's further lines start with the continuation mark), whitespace-normalised,
-stands in the pack's text (every section but the input, which is the question itself). Recall of
-a pair = found ÷ readable evidence; a configuration's recall is the mean over the pairs
-with at least one readable evidence turn, overall and per category. Evidence a role
+a multi-line turn's further lines start with the continuation mark), whitespace-
+normalised, stands in the pack's text (every section but the input, which is the
+question itself). Recall of a pair = found ÷ readable evidence; a configuration's recall
+is the mean over the pairs with at least one readable evidence turn, overall and per
+category. Evidence a role
 cannot read never counts for or against it.
 
 The two floors (`floors`) are scored the same way at the same budgets.
