@@ -53,16 +53,10 @@ class Preset:
     neighbours: int  # readable turns on each side of a hit
 
 
-# ``neighbours`` is the widest exchange a hit brings (`rank` narrows the best hits' to what
-# the budget holds, `_first_width`). On LoCoMo's ten conversations, up to three a side
-# against one a side moved `layered`'s mean evidence recall from 0.749 / 0.833 / 0.878 to
-# 0.747 / 0.858 / 0.892 at 2,000 / 4,000 / 8,000 tokens (README, "Arena"); a fixed three
-# a side cut a 120-round generated campaign at 2,000 from 1.00 to 0.86, its best hits'
-# exchanges crowding out the hits that answer, which the narrowing prevents.
 PRESETS = {
     "minimal": Preset(facts=1, hits=8, neighbours=0),
-    "standard": Preset(facts=2, hits=40, neighbours=3),
-    "deep": Preset(facts=3, hits=80, neighbours=3),
+    "standard": Preset(facts=2, hits=40, neighbours=1),
+    "deep": Preset(facts=3, hits=80, neighbours=2),
 }
 NEIGHBOURS_FIRST = 2  # hits whose neighbours come before the lower-ranked hits
 CONTEXT_TURNS = 4  # the newest turns whose rarer words join the query
@@ -232,7 +226,6 @@ def rank(
     known: Sequence[TurnView],
     exclude: set[str],
     pinned: Sequence[TurnView | LoreView] = (),
-    budget: int | None = None,
 ) -> list[Hit]:
     """The candidates in priority order (see the module doc).
 
@@ -240,10 +233,7 @@ def rank(
     ``known`` every readable turn the caller loaded that may be a neighbour (window,
     hits, their neighbours; monologues only for judges), in which a hit's neighbours are
     found, by story position;
-    ``exclude`` the refs already in the pack (the recent window);
-    ``budget`` the section's tokens, when known: the best hits' exchanges, which come
-    before the other hits, are then only as wide as keeps every hit within it
-    (`_first_width`); without it, the preset's widest.
+    ``exclude`` the refs already in the pack (the recent window).
     """
     out: list[Hit] = []
     placed: set[str] = set(exclude)
@@ -272,57 +262,16 @@ def rank(
         if opener is not None and opener.id not in dating:
             dating[opener.id] = states_date(opener)
         dated[hit.id] = [opener] if opener is not None and dating[opener.id] else []
-    rest = top[NEIGHBOURS_FIRST:]
-    width = _first_width(out, top, dated, around, chosen.neighbours, placed, budget)
     # The best hits bring their exchange at once; then the other hits; then theirs.
-    order = [
-        t
-        for hit in top[:NEIGHBOURS_FIRST]
-        for t in (hit, *dated[hit.id], *around[hit.id][: 2 * width])
-    ]
-    order += rest
-    order += [t for hit in rest for t in (*dated[hit.id], *around[hit.id])]
+    order = [t for hit in top[:NEIGHBOURS_FIRST] for t in (hit, *dated[hit.id], *around[hit.id])]
+    order += top[NEIGHBOURS_FIRST:]
+    order += [t for hit in top[NEIGHBOURS_FIRST:] for t in (*dated[hit.id], *around[hit.id])]
     for turn in order:
         hit = _turn_hit(turn)  # kept per turn, its ref with it
         if hit.ref not in placed:
             placed.add(hit.ref)
             out.append(hit)
     return out
-
-
-def _first_width(
-    out: list[Hit],
-    top: list[TurnView],
-    dated: dict[int, list[TurnView]],
-    around: dict[int, list[TurnView]],
-    widest: int,
-    placed: set[str],
-    budget: int | None,
-) -> int:
-    """How many neighbours a side the best `NEIGHBOURS_FIRST` hits bring before the
-    other hits: the widest (up to ``widest``) with which every hit still fits ``budget``
-    after what ``out`` holds (pinned results, facts), else one (none for a preset
-    without neighbours). Without a budget, the widest. The other hits' exchanges come
-    after every hit, so only these can push a hit out."""
-    if budget is None or widest <= 1:
-        return widest
-    fixed = textops.count(HEADER) + 1 + sum(h.cost for h in out)
-    for width in range(widest, 1, -1):
-        first = [
-            t
-            for hit in top[:NEIGHBOURS_FIRST]
-            for t in (hit, *dated[hit.id], *around[hit.id][: 2 * width])
-        ]
-        refs = set(placed)
-        cost = fixed
-        for turn in (*first, *top[NEIGHBOURS_FIRST:]):
-            entry = _turn_hit(turn)
-            if entry.ref not in refs:
-                refs.add(entry.ref)
-                cost += entry.cost
-        if cost <= budget:
-            return width
-    return 1
 
 
 def section(name: str, budget: int, hits: list[Hit]) -> tuple[Section, list[TrimEvent], list[str]]:
