@@ -9,8 +9,7 @@ a multi-line turn's further lines start with the continuation mark), whitespace-
 normalised, stands in the pack's text (every section but the input, which is the
 question itself). Recall of a pair = found ÷ readable evidence; a configuration's recall
 is the mean over the pairs with at least one readable evidence turn, overall and per
-category. Evidence a role
-cannot read never counts for or against it.
+category. Evidence a role cannot read never counts for or against it.
 
 The two floors (`floors`) are scored the same way at the same budgets.
 """
