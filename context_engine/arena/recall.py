@@ -20,6 +20,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from context_engine.arena.floors import FLOORS, Bm25Floor, fill, recency_floor
 from context_engine.arena.replay import Replay
@@ -81,7 +82,14 @@ def asks_for(
 def found(text: str, evidence: Sequence[TurnView]) -> int:
     """How many evidence turns' contents, framed as every pack and floor writes them,
     stand in ``text`` (already normalised)."""
-    return sum(1 for turn in evidence if normalise(frame(turn.content)) in text)
+    return sum(1 for turn in evidence if _as_written(turn.content) in text)
+
+
+@lru_cache(maxsize=4096)
+def _as_written(content: str) -> str:
+    """A turn's content as packs write it, normalised: once per evidence turn, not once
+    per pack and floor that is searched for it."""
+    return normalise(frame(content))
 
 
 def pack_search_text(pack: Pack) -> str:

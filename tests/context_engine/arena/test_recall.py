@@ -140,7 +140,7 @@ def test_a_multi_line_turn_counts_as_the_pack_writes_it_with_its_continuation_ma
     line = turn_entry(photo).line
     assert "\n  | " in line  # framed: the turn's second line is marked as its own
     assert found(normalise(line), [photo]) == 1
-    # The same words in another turn's framing, or a first line alone, are not the turn.
+    # Its first line alone is not the turn.
     assert found(normalise("[R2] Cassia (action): I got it!"), [photo]) == 0
 
 
