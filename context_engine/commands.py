@@ -118,6 +118,7 @@ def _needs(config: PackConfig, current_round: int) -> HistoryNeeds:
             monologue_count=2,
             retrieval_candidates=hits.hits,
             retrieval_neighbours=hits.neighbours,
+            retrieval_first_neighbours=hits.first_neighbours,
             cut_seq=cut_seq,
         )
     if strategy == "layered":
@@ -129,6 +130,7 @@ def _needs(config: PackConfig, current_round: int) -> HistoryNeeds:
             monologue_count=2,
             retrieval_candidates=hits.hits,
             retrieval_neighbours=hits.neighbours,
+            retrieval_first_neighbours=hits.first_neighbours,
             cut_seq=cut_seq,
         )
     raise ValueError(f"Unknown strategy {strategy!r}.")

@@ -250,7 +250,8 @@ class HistoryNeeds:
     readable turns (the role's own monologues among them) for the retrieval query
     (`context_engine.retrieval.query_for`, BM25,
     passed as ``PackInput.retrieval_turns`` best first) and the ``retrieval_neighbours``
-    nearest readable turns on each side of each (``PackInput.retrieval_context``).
+    nearest readable turns on each side of each (``PackInput.retrieval_context``), of
+    the first ``retrieval.NEIGHBOURS_FIRST`` ``retrieval_first_neighbours`` when wider.
     ``None`` means "nothing by that rule". The engine re-filters whatever
     it is given, so loading more is safe; loading less changes the pack.
     """
@@ -262,6 +263,7 @@ class HistoryNeeds:
     monologue_count: int = 0
     retrieval_candidates: int = 0
     retrieval_neighbours: int = 0  # readable turns on each side of every retrieval hit
+    retrieval_first_neighbours: int = 0  # ... of the best hits (`retrieval.Preset`)
     cut_seq: int | None = None  # seq of the last /checkpoint or /clear, if any
     # show_whisper_existence: also load whispers the role may NOT read in the same
     # ranges (for ``last_turns``: seq >= the oldest of those turns); the engine renders

@@ -387,7 +387,7 @@ def _qmark(sql: str) -> str:
     """``sql`` in SQLite's own placeholder style, converted once per statement text.
 
     Django's SQLite cursor rewrites ``%s`` to ``?`` with a regular expression on every
-    execute: over a pack's eleven statements (the postings one is 20 KB of SQL) that
+    execute: over a pack's dozen statements (the postings one is 20 KB of SQL) that
     was a few tenths of a millisecond a pack. The precompiled statements run on the
     driver's cursor (still inside Django's wrapper: errors, execute wrappers) with the
     text rewritten here once, exactly as Django would.

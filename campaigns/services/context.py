@@ -14,11 +14,12 @@ newest seq (1), participants (1), last command events (1), window + hinge anchor
 own monologues (1), lore (1), digest + strategic summary (1), pins (1), the postings
 cache's stamp (1), then ranked retrieval (`_ranked_retrieval`: the postings that
 `campaigns.reads.postings_cache` does not hold — none when no turn was appended since —
-then the hits with their neighbours, but those the window's rows hold: 0 to 2) — at
-most eleven statements at 100 turns or 50,000; on PostgreSQL `precompiled.run_all` sends
+then the hits with their neighbours, but those the window's rows hold — the two best
+hits, whose exchanges may be wider, in a statement of their own: 0 to 3) — at most
+twelve statements at 100 turns or 50,000; on PostgreSQL `precompiled.run_all` sends
 the first nine in two round trips (experiment/participants/events, then the rest), and
 in one when the role's last pack read the same, with the new matches of the last
-query's held words (`campaigns.services.context_ahead`); the two retrieval statements
+query's held words (`campaigns.services.context_ahead`); the retrieval statements
 are prepared too.
 `full_history` loads everything it is asked to.
 
@@ -51,7 +52,7 @@ from campaigns.services import context_ahead
 from campaigns.services.memory.retrieval import pinned_from_rows
 from context_engine.commands import history_needs
 from context_engine.pack import build_pack
-from context_engine.retrieval import query_for, ranked_hits
+from context_engine.retrieval import NEIGHBOURS_FIRST, query_for, ranked_hits
 from context_engine.types import STORY_ORDER, ModelWindow, Pack, PackInput, ParticipantView
 
 if TYPE_CHECKING:
@@ -354,25 +355,40 @@ def _ranked_retrieval(
     if not ids:
         return (), ()
 
-    neighbours = needs.retrieval_neighbours
+    def hits_with(group: list[int], neighbours: int) -> tuple[list[tuple], list[tuple]]:
+        def read_hits(wanted: list[int]) -> list[tuple]:
+            served, rest = [], wanted
+            if window is not None:  # recent hits from the window's own rows
+                served, rest = hit_cache.window_hit_rows(window, wanted, neighbours)
+            if not rest:
+                return served
+            return (
+                served
+                + search.hit_query(
+                    experiment_id=experiment_id,
+                    viewer=viewer,
+                    hit_ids=rest,
+                    neighbours=neighbours,
+                ).rows()
+            )
 
-    def read_hits(wanted: list[int]) -> list[tuple]:
-        served, rest = [], wanted
-        if window is not None:  # recent hits from the window's own rows
-            served, rest = hit_cache.window_hit_rows(window, wanted, neighbours)
-        if not rest:
-            return served
-        return (
-            served
-            + search.hit_query(
-                experiment_id=experiment_id, viewer=viewer, hit_ids=rest, neighbours=neighbours
-            ).rows()
-        )
+        if stamp is None:
+            return hit_cache.split(read_hits(group), group)
+        return hit_cache.hit_rows(stamp, group, neighbours, read_hits)
 
-    if stamp is None:
-        hit_rows, near = hit_cache.split(read_hits(ids), ids)
+    # The best hits may bring a wider exchange (`retrieval.Preset.neighbours_of`): their
+    # rows are read with more neighbours, the others' with fewer (8 rows more a pack,
+    # not 6 a hit).
+    narrow = needs.retrieval_neighbours
+    wide = max(needs.retrieval_first_neighbours, narrow)
+    if wide == narrow:
+        hit_rows, near = hits_with(ids, narrow)
     else:
-        hit_rows, near = hit_cache.hit_rows(stamp, ids, neighbours, read_hits)
+        hit_rows, near = hits_with(ids[:NEIGHBOURS_FIRST], wide)
+        more_hits, more_near = hits_with(ids[NEIGHBOURS_FIRST:], narrow)
+        hit_rows += more_hits
+        hit_ids = {row[0] for row in hit_rows}
+        near = list({row[0]: row for row in (*near, *more_near) if row[0] not in hit_ids}.values())
     near.sort(key=_SEQ)
     views = adapters.turn_view_row.many
     return tuple(views(hit_rows, dm_roles)), tuple(views(near, dm_roles))

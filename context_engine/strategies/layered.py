@@ -227,7 +227,7 @@ def build(inp: PackInput, view: View) -> Draft:
     query = retrieval.query_for(inp.input_text, view.turns, view.participants)
     known = retrieval_known(view)
 
-    def ranked(degraded: list, exclude: set[str], pinned, hits=view.retrieval_turns):
+    def ranked(degraded: list, exclude: set[str], pinned, hits=view.retrieval_turns, budget=None):
         return retrieval.rank(
             query,
             config.retrieval_preset,
@@ -237,6 +237,7 @@ def build(inp: PackInput, view: View) -> Draft:
             known,
             exclude,
             pinned,
+            budget,
         )
 
     # Pressure (SPEC §5.2): what the pack needs once the transcript is trimmed (window,
@@ -315,7 +316,8 @@ def build(inp: PackInput, view: View) -> Draft:
 
     def retrieval_builder(budget: int):
         degraded = [c.lore for c in lore if c.lore.id not in full_ids]
-        result = retrieval.section("retrieval", budget, ranked(degraded, in_recent, view.pinned))
+        hits = ranked(degraded, in_recent, view.pinned, budget=budget)
+        result = retrieval.section("retrieval", budget, hits)
         retrieved.update(item.ref for item in result[0].items if item.kind == "turn")
         after_retrieval[0] = True
         return result

@@ -229,6 +229,7 @@ def build(inp: PackInput, view: View) -> Draft:
 
     rendered = {item.ref for item in recent.items}
     degraded = [c.lore for c in lore if c.lore.id not in full_ids]
+    retrieval_budget = max(min(b("retrieval"), cold_left), 0)
     final_hits = retrieval.rank(
         query,
         config.retrieval_preset,
@@ -238,10 +239,9 @@ def build(inp: PackInput, view: View) -> Draft:
         known,
         rendered,
         view.pinned,
+        retrieval_budget,
     )
-    retrieved = run(
-        retrieval.section("retrieval", max(min(b("retrieval"), cold_left), 0), final_hits)
-    )
+    retrieved = run(retrieval.section("retrieval", retrieval_budget, final_hits))
     draft.sections = {
         "identity": identity,
         "rules": rules,

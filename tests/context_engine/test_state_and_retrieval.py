@@ -119,6 +119,61 @@ def test_retrieval_presets_set_how_many_hits_and_neighbours():
     assert counts["standard"] == (12, 12)  # every hit, each with the reply beside it
 
 
+def exchange_campaign(weaker_fillers: int = 0) -> Log:
+    """Round 1: the best hit (the abbess's astrolabe) between three filler turns a side;
+    rounds 2-11: ten weaker hits (the astrolabe alone), each with a reply, after
+    ``weaker_fillers`` turns of small talk."""
+    log = Log()
+    for i in range(3):
+        log.add(1, "Cassia", "action", f"I hum tune number {i} quietly.")
+    log.add(1, "DM", "narrative", "The brass astrolabe of the drowned abbess glows.")
+    for i in range(3):
+        log.add(1, "Cassia", "action", f"I tap rhythm number {i} softly.")
+    for r in range(2, 12):
+        for i in range(weaker_fillers):
+            log.add(r, "Wren", "action", f"I whistle, {r} {i}.")
+        log.add(r, "Thorin", "action", f"I polish the astrolabe, time {r}.")
+        log.add(r, "Cassia", "action", f"I keep watch, shift {r}.")
+    for r in range(30, 34):
+        log.add(r, "DM", "narrative", f"Round {r}: rain on the marsh.")
+    return log
+
+
+def retrieved_with_budget(log: Log, budget: int) -> str:
+    cfg = config(budgets={"retrieval": budget}, lend_unused_budget=False)
+    inp = pack_input("Thorin", log, input_text="the brass astrolabe of the abbess", config=cfg)
+    return section(build_pack(with_retrieval(inp)), "retrieval").text
+
+
+def test_with_room_the_best_hit_brings_three_turns_a_side_and_every_hit_its_reply():
+    text = retrieved_with_budget(exchange_campaign(), 2000)
+    assert (text.count("hum tune"), text.count("tap rhythm")) == (3, 3)
+    assert (text.count("polish"), text.count("keep watch")) == (10, 10)
+
+
+def test_with_room_a_weaker_hit_still_brings_one_turn_a_side():
+    # Two turns of small talk before every weaker hit: one a side shows the nearest
+    # only; the two best hits' wider exchange is not every hit's. The second best
+    # follows round 11, so its three turns before are that round's polish, watch and
+    # nearest whistle.
+    log = exchange_campaign(weaker_fillers=2)
+    log.add(12, "DM", "narrative", "The abbess hides the brass astrolabe.")
+    text = retrieved_with_budget(log, 2000)
+    assert (text.count("hum tune"), text.count("tap rhythm")) == (3, 3)
+    assert text.count("polish") == 10
+    assert text.count("I whistle") == 10  # the nearest of each pair, not both
+    assert all(f"I whistle, {r} 1." in text for r in range(3, 12))
+
+
+def test_when_short_the_best_hits_exchange_narrows_so_that_every_hit_still_fits():
+    # 300 tokens hold every hit with one turn a side of the best; three a side of it
+    # (six turns) would push the weakest hits out.
+    text = retrieved_with_budget(exchange_campaign(), 300)
+    assert text.count("polish") == 10
+    assert (text.count("hum tune"), text.count("tap rhythm")) == (1, 1)
+    assert "hum tune number 2" in text and "tap rhythm number 0" in text  # the nearest
+
+
 def test_retrieval_never_repeats_a_turn_already_in_the_recent_window():
     log = dormant_campaign()
     pack = build_pack(pack_input("Thorin", log, input_text="the tower over the marsh"))

@@ -32,16 +32,18 @@ def _hit_reads(statements: list[str]) -> int:
 
 
 def test_one_pack_takes_the_same_number_of_queries_at_100_and_5000_turns():
-    """The same statements at both sizes, at most 12 (11 + the cache read); but the
-    hits' rows, which are not read when the window holds every hit with its neighbours
-    (`hit_cache.window_hit_rows`): at 100 turns it may hold the whole history."""
+    """The same statements at both sizes, at most 13 (11 + the cache read + the best
+    hits' wider exchange); but the hits' rows, which are not read when the window holds
+    every hit with its neighbours (`hit_cache.window_hit_rows`): at 100 turns it may
+    hold the whole history. At 5,000 the hits are read twice: the two best with three
+    turns a side, the others with one (`retrieval.Preset.neighbours_of`)."""
     small = bench.create_campaign(100)
     large = bench.create_campaign(5000)
     for role in bench.ROLES:
         at_small, at_large = _statements(small, role), _statements(large, role)
         assert len(at_small) - _hit_reads(at_small) == len(at_large) - _hit_reads(at_large)
-        assert _hit_reads(at_small) <= _hit_reads(at_large) == 1
-        assert len(at_large) <= 12
+        assert _hit_reads(at_small) <= _hit_reads(at_large) == 2
+        assert len(at_large) <= 13
 
 
 def test_the_query_count_does_not_depend_on_the_strategy_window_rules():
@@ -49,7 +51,7 @@ def test_the_query_count_does_not_depend_on_the_strategy_window_rules():
         small = bench.create_campaign(100, seed=3)
         large = bench.create_campaign(3000, seed=3)
         Experiment.objects.filter(pk__in=[small.pk, large.pk]).update(config={"strategy": strategy})
-        assert _queries(small, "Thorin") == _queries(large, "Thorin") <= 12, strategy
+        assert _queries(small, "Thorin") == _queries(large, "Thorin") <= 13, strategy
 
 
 @pytest.fixture
