@@ -315,22 +315,33 @@ def _first_width(
     budget, ``chosen.neighbours``. The other hits' exchanges come after every hit, so
     only these can push a hit out: a fixed three a side cut a 120-round generated
     campaign at 2,000 tokens from 1.00 to 0.86 (README, "Arena")."""
-    narrow = chosen.neighbours
-    if budget is None or chosen.first_neighbours <= narrow:
+    narrow, widest = chosen.neighbours, chosen.first_neighbours
+    if budget is None or widest <= narrow:
         return narrow
-    fixed = textops.count(HEADER) + 1 + sum(h.cost for h in out)
-    for width in range(chosen.first_neighbours, narrow, -1):
-        refs = set(placed)
-        cost = fixed
-        first = (t for hit in best for t in (hit, *dated[hit.id], *around[hit.id][: 2 * width]))
-        for turn in (*first, *rest):
+    refs = set(placed)
+    cost = textops.count(HEADER) + 1 + sum(h.cost for h in out)
+
+    def add(turns) -> None:
+        nonlocal cost
+        for turn in turns:
             entry = _turn_hit(turn)
             if entry.ref not in refs:
                 refs.add(entry.ref)
                 cost += entry.cost
-        if cost <= budget:
-            return width
-    return narrow
+
+    # What comes at every width (the best hits, their dates, the other hits), then the
+    # best hits' k-th pair of neighbours for k = 1, 2, …: the cost only grows, so the
+    # width is the last k that fits (one pass, not one per width).
+    add(t for hit in best for t in (hit, *dated[hit.id]))
+    add(rest)
+    width = narrow
+    for k in range(widest):
+        add(t for hit in best for t in around[hit.id][2 * k : 2 * k + 2])
+        if k >= narrow:
+            if cost > budget:
+                break
+            width = k + 1
+    return width
 
 
 def section(name: str, budget: int, hits: list[Hit]) -> tuple[Section, list[TrimEvent], list[str]]:
