@@ -57,6 +57,16 @@ def _row(request, access, turn, *, status=200, **extra):
     return render(request, ROW, ctx, status=status)
 
 
+def _following(request, access, turn, job: Job):
+    """The row with its regeneration's Job line. Once the Job has succeeded the timeline
+    is told to refresh, for the step's other turns took new text too."""
+    turn.refresh_from_db()
+    response = _row(request, access, turn, job=job, running=job.status in relay.ACTIVE)
+    if job.status == Job.Status.SUCCEEDED:
+        response = trigger_client_event(response, TURNS_CHANGED)
+    return response
+
+
 def _job(request, access, job_id) -> Job:
     job, job_access = console_access.get_job_for(request, job_id)
     if job_access.experiment.pk != access.experiment.pk or job.kind != Job.Kind.REGENERATE:
@@ -73,12 +83,7 @@ def turn_fix(request, pk, tid):
         job_id = request.GET.get("job")
         if not job_id:
             return _row(request, access, turn)
-        job = _job(request, access, job_id)
-        turn.refresh_from_db()
-        response = _row(request, access, turn, job=job, running=job.status in relay.ACTIVE)
-        if job.status == Job.Status.SUCCEEDED:
-            response = trigger_client_event(response, TURNS_CHANGED)
-        return response
+        return _following(request, access, turn, _job(request, access, job_id))
     form = TurnEditForm(request.POST, auto_id=f"t{tid}-%s")
     if form.is_valid():
         try:
@@ -116,6 +121,4 @@ def turn_regenerate(request, pk, tid):
     if not request.htmx:
         return redirect("console:campaign", pk=access.experiment.pk)
     job.refresh_from_db()  # without a broker the task ran on commit: say how it ended
-    turn.refresh_from_db()
-    job = job_as_read_by(job, access)
-    return _row(request, access, turn, job=job, running=job.status in relay.ACTIVE)
+    return _following(request, access, turn, job_as_read_by(job, access))

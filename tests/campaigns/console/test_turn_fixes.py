@@ -131,6 +131,20 @@ def test_regenerate_from_the_timeline_follows_its_job(
     assert "turns-changed" in polled["HX-Trigger"]
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_regeneration_that_ended_before_the_answer_refreshes_the_timeline(as_user, owner, exp):
+    """Without a broker the Job runs on commit, inside the request: the step's other turns
+    took new text too, so the answer tells the timeline to refresh, as a poll would."""
+    exp.participants.update(model="offline")
+    round_start(experiment=exp, user=owner)
+    turn = Turn.objects.filter(experiment=exp, speaker="Thorin", kind="action").first()
+    response = as_user(owner).post(fix_url(exp, turn.pk, "regenerate/"), **HX)
+    assert response.status_code == 200
+    assert Job.objects.get(kind="regenerate").status == "succeeded"
+    assert "Succeeded" in response.content.decode()
+    assert "turns-changed" in response["HX-Trigger"]
+
+
 def test_regenerating_a_person_s_turn_says_why_on_the_row(as_user, owner, exp):
     turn = make_turn(exp, content="The owner's own narration.")
     response = as_user(owner).post(fix_url(exp, turn.pk, "regenerate/"), **HX)
