@@ -64,8 +64,9 @@ class Preset:
 
 
 # On LoCoMo's ten conversations (README, "Arena") the two best hits' exchanges widened to
-# three a side as the budget allows, every other hit keeping one, raised `layered`'s mean
-# evidence recall at 4,000 / 8,000 tokens; the answer sits within three turns of the best
+# three a side as far as the better half of the hits still fits, every other hit keeping
+# one, raised `layered`'s mean evidence recall at 2,000 / 4,000 / 8,000 tokens (as far as
+# every hit fits: at 4,000 / 8,000 only); the answer sits within three turns of the best
 # match far more often than in a lower-ranked match. Widening every hit's exchange made
 # the loader read and rank six neighbours of 40 hits for a pack (1.46x the instructions
 # of a 1,000-turn pack at 50,000 turns): two hits' wider exchanges are 8 more rows.
@@ -252,8 +253,8 @@ def rank(
     only for judges), in which a hit's neighbours are found, by story position;
     ``exclude`` the refs already in the pack (the recent window);
     ``budget`` the section's tokens, when known: the best hits' exchanges, which come
-    before the other hits, are then only as wide as keeps every hit within it
-    (`_first_width`); without it, the preset's narrower width.
+    before the other hits, are then only as wide as keeps the better half of the hits
+    within it (`_first_width`); without it, the preset's narrower width.
     """
     out: list[Hit] = []
     placed: set[str] = set(exclude)
@@ -310,16 +311,19 @@ def _first_width(
     budget: int | None,
 ) -> int:
     """How many neighbours a side the ``best`` hits bring before the ``rest``: the widest
-    (up to ``chosen.first_neighbours``) with which every hit still fits ``budget`` after
-    what ``out`` holds (pinned results, facts), else ``chosen.neighbours``; without a
-    budget, ``chosen.neighbours``. The other hits' exchanges come after every hit, so
-    only these can push a hit out: a fixed three a side cut a 120-round generated
-    campaign at 2,000 tokens from 1.00 to 0.86 (README, "Arena")."""
+    (up to ``chosen.first_neighbours``) with which the better half of the preset's hits
+    (`kept_hits`) still fits ``budget`` after what ``out`` holds (pinned results, facts),
+    else ``chosen.neighbours``; without a budget, ``chosen.neighbours``. The other hits'
+    exchanges come after every hit, so only these can push a hit out: a fixed three a
+    side cut a 120-round generated campaign at 2,000 tokens from 1.00 to 0.86, and
+    keeping every hit kept the best exchanges narrow at 2,000 tokens on LoCoMo, where
+    the lower half of 40 hits rarely answers (README, "Arena")."""
     narrow, widest = chosen.neighbours, chosen.first_neighbours
     if budget is None or widest <= narrow:
         return narrow
     refs = set(placed)
     cost = textops.count(HEADER) + 1 + sum(h.cost for h in out)
+    rest = rest[: max(0, kept_hits(chosen) - len(best))]
 
     def add(turns) -> None:
         nonlocal cost
@@ -329,7 +333,7 @@ def _first_width(
                 refs.add(entry.ref)
                 cost += entry.cost
 
-    # What comes at every width (the best hits, their dates, the other hits), then the
+    # What comes at every width (the best hits, their dates, the kept hits), then the
     # best hits' k-th pair of neighbours for k = 1, 2, …: the cost only grows, so the
     # width is the last k that fits (one pass, not one per width).
     add(t for hit in best for t in (hit, *dated[hit.id]))
@@ -342,6 +346,12 @@ def _first_width(
                 break
             width = k + 1
     return width
+
+
+def kept_hits(chosen: Preset) -> int:
+    """The best-ranked hits the best hits' wider exchanges may never push out: the better
+    half of the preset's."""
+    return chosen.hits // 2
 
 
 def section(name: str, budget: int, hits: list[Hit]) -> tuple[Section, list[TrimEvent], list[str]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from context_engine import state
+from context_engine import retrieval, state
 from context_engine.pack import build_pack
 from tests.context_engine.helpers import (
     Log,
@@ -119,22 +119,22 @@ def test_retrieval_presets_set_how_many_hits_and_neighbours():
     assert counts["standard"] == (12, 12)  # every hit, each with the reply beside it
 
 
-def exchange_campaign(weaker_fillers: int = 0) -> Log:
+def exchange_campaign(weaker_fillers: int = 0, weaker: int = 10) -> Log:
     """Round 1: the best hit (the abbess's astrolabe) between three filler turns a side;
-    rounds 2-11: ten weaker hits (the astrolabe alone), each with a reply, after
-    ``weaker_fillers`` turns of small talk."""
+    rounds 2-(weaker + 1): ``weaker`` weaker hits (the astrolabe alone), each with a
+    reply, after ``weaker_fillers`` turns of small talk."""
     log = Log()
     for i in range(3):
         log.add(1, "Cassia", "action", f"I hum tune number {i} quietly.")
     log.add(1, "DM", "narrative", "The brass astrolabe of the drowned abbess glows.")
     for i in range(3):
         log.add(1, "Cassia", "action", f"I tap rhythm number {i} softly.")
-    for r in range(2, 12):
+    for r in range(2, weaker + 2):
         for i in range(weaker_fillers):
             log.add(r, "Wren", "action", f"I whistle, {r} {i}.")
         log.add(r, "Thorin", "action", f"I polish the astrolabe, time {r}.")
         log.add(r, "Cassia", "action", f"I keep watch, shift {r}.")
-    for r in range(30, 34):
+    for r in range(100, 104):
         log.add(r, "DM", "narrative", f"Round {r}: rain on the marsh.")
     return log
 
@@ -172,6 +172,19 @@ def test_when_short_the_best_hits_exchange_narrows_so_that_every_hit_still_fits(
     assert text.count("polish") == 10
     assert (text.count("hum tune"), text.count("tap rhythm")) == (1, 1)
     assert "hum tune number 2" in text and "tap rhythm number 0" in text  # the nearest
+
+
+def test_the_best_hits_exchange_may_push_out_only_the_lower_half_of_the_hits():
+    # 39 weaker hits (40 with the best, the standard preset's): 600 tokens cannot hold
+    # them all, but hold the better half with three turns a side of the best.
+    log = exchange_campaign(weaker=39)
+    assert retrieved_with_budget(log, 4000).count("polish") == 39  # with room: every hit
+    text = retrieved_with_budget(log, 600)
+    assert (text.count("hum tune"), text.count("tap rhythm")) == (3, 3)
+    assert retrieval.kept_hits(retrieval.preset("standard")) - 1 <= text.count("polish") < 39
+    # Where the better half would not fit beside it, the exchange stays narrow.
+    text = retrieved_with_budget(log, 460)
+    assert (text.count("hum tune"), text.count("tap rhythm")) == (1, 1)
 
 
 def test_retrieval_never_repeats_a_turn_already_in_the_recent_window():
