@@ -167,7 +167,8 @@ def test_with_room_a_weaker_hit_still_brings_one_turn_a_side():
 
 def test_when_short_the_best_hits_exchange_narrows_so_that_every_hit_still_fits():
     # 300 tokens hold every hit with one turn a side of the best; three a side of it
-    # (six turns) would push the weakest hits out.
+    # (six turns) would push the weakest hits out, and all 11 are in the better half
+    # of the preset's 40 (`retrieval.kept_hits`), which the exchange never displaces.
     text = retrieved_with_budget(exchange_campaign(), 300)
     assert text.count("polish") == 10
     assert (text.count("hum tune"), text.count("tap rhythm")) == (1, 1)
