@@ -126,3 +126,32 @@
     window.htmx.trigger(document.body, "turns-changed");
   });
 })();
+
+// A finished regeneration's job line says how it ended ("2 turn(s) regenerated; 1 came back
+// word for word"). The timeline refresh that shows the step's new texts re-renders every
+// row without it, so the row the DM clicked would say nothing: the line is carried over
+// that one refresh (a line already carried is not carried again; a running one never is,
+// the refreshed row no longer follows its job).
+(function () {
+  "use strict";
+  var kept = {};
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    if (!target || target.id !== "timeline") return;
+    kept = {};
+    target.querySelectorAll(".turn-fix .job-line:not([data-carried])").forEach(function (line) {
+      var row = line.closest("li.turn");
+      if (row && row.id && !line.querySelector(".spinner")) kept[row.id] = line.cloneNode(true);
+    });
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    Object.keys(kept).forEach(function (id) {
+      var row = document.getElementById(id);
+      var actions = row && row.querySelector(".turn-fix");
+      if (!actions || actions.querySelector(".job-line")) return;
+      kept[id].setAttribute("data-carried", "");
+      actions.appendChild(kept[id]);
+    });
+    kept = {};
+  });
+})();

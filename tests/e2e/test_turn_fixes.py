@@ -60,6 +60,7 @@ def test_the_dm_edits_and_regenerates_turns_in_the_browser(browser, live_server,
     before = {t.pk: t.content for t in Turn.objects.filter(experiment=demo)}
     row = dm.locator(f"#turn-{model_turn.seq}")
     dm.once("dialog", lambda dialog: dialog.accept())
+    dm.evaluate("document.getElementById('timeline').setAttribute('data-stale', '')")
     with dm.expect_response(lambda r: r.url.endswith("/regenerate/")):
         row.locator("button", has_text="Regenerate").click()
     job = _finished(Job.objects.filter(kind="regenerate"))
@@ -72,6 +73,9 @@ def test_the_dm_edits_and_regenerates_turns_in_the_browser(browser, live_server,
     for pk in replaced:
         dm.locator(f"#turn-{Turn.objects.get(pk=pk).seq} .edited", has_text="edited 1×").wait_for()
         assert TurnRevision.objects.get(turn_id=pk).old_content == before[pk]
+    # Once the timeline has refreshed, the clicked row still says how the job ended.
+    dm.locator("#timeline:not([data-stale])").wait_for(state="attached")
+    dm.locator(f"#turn-{model_turn.seq} .job-line", has_text="regenerated").wait_for()
     shot(dm, "turn-regenerate")
     for pk in unchanged:
         assert dm.locator(f"#turn-{Turn.objects.get(pk=pk).seq} .edited").count() == 0
