@@ -323,7 +323,7 @@ def _first_width(
         return narrow
     refs = set(placed)
     cost = textops.count(HEADER) + 1 + sum(h.cost for h in out)
-    rest = rest[: max(0, kept_hits(chosen) - len(best))]
+    kept = rest[: max(0, kept_hits(chosen) - len(best))]
 
     def add(turns) -> None:
         nonlocal cost
@@ -337,7 +337,7 @@ def _first_width(
     # best hits' k-th pair of neighbours for k = 1, 2, …: the cost only grows, so the
     # width is the last k that fits (one pass, not one per width).
     add(t for hit in best for t in (hit, *dated[hit.id]))
-    add(rest)
+    add(kept)
     width = narrow
     for k in range(widest):
         add(t for hit in best for t in around[hit.id][2 * k : 2 * k + 2])

@@ -5,29 +5,15 @@ the new text and never a fix button. Screenshots under ``artifacts/console/``.""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from campaigns.models import Job, Turn, TurnRevision
 from campaigns.services.relay import round_start
 from tests.e2e.test_console import demo, shot, sign_in  # noqa: F401 (demo is a fixture)
 from tests.factories import make_turn
+from tests.integration.worker import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
-
-
-def _finished(jobs, *, timeout: float = 30.0) -> Job:
-    """The one Job of ``jobs`` once it has ended (a worker may still be running it)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        job = jobs.get()
-        if (
-            job.status not in (Job.Status.PENDING, Job.Status.RUNNING)
-            or time.monotonic() > deadline
-        ):
-            return job
-        time.sleep(0.2)
 
 
 def test_the_dm_edits_and_regenerates_turns_in_the_browser(browser, live_server, demo):  # noqa: F811
@@ -63,7 +49,8 @@ def test_the_dm_edits_and_regenerates_turns_in_the_browser(browser, live_server,
     dm.evaluate("document.getElementById('timeline').setAttribute('data-stale', '')")
     with dm.expect_response(lambda r: r.url.endswith("/regenerate/")):
         row.locator("button", has_text="Regenerate").click()
-    job = _finished(Job.objects.filter(kind="regenerate"))
+    ended = (Job.Status.SUCCEEDED, Job.Status.FAILED)
+    job = wait_for(lambda: Job.objects.filter(kind="regenerate", status__in=ended).first())
     assert job.status == "succeeded" and job.result["role"] == model_turn.speaker
     # The offline model answers a pack with one of a few stock lines, so a turn of the step
     # may come back word for word (the job says so); every turn that took new text keeps
