@@ -26,9 +26,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import chain
+from itertools import chain, count
 from typing import NamedTuple
 
 import numpy as np
@@ -44,6 +44,9 @@ MAX_CONTEXT_WORDS = 8
 INPUT_WEIGHT = 1.0
 CONTEXT_WEIGHT = 0.1
 NAME_FACTOR = 0.3  # participant names count this much of their word's weight
+# A turn spoken by a participant the input names scores this much more than the same
+# match said by anyone else ("When did Mara lose her job?": Mara's own turns answer).
+SPEAKER_BONUS = 2.0
 MIN_WORD = 3
 # Scores are ordered rounded to 9 decimals; two scores further apart than this never tie.
 TIE_MARGIN = 2e-9
@@ -95,6 +98,8 @@ class QueryTerm:
 @dataclass(frozen=True)
 class Query:
     terms: tuple[QueryTerm, ...]
+    # The participants the input names, as `speaker_code`s: their own turns rank higher.
+    speakers: frozenset[int] = field(default=frozenset())
 
     @property
     def words(self) -> list[str]:
@@ -114,7 +119,10 @@ def make_query(
 
     ``zipf(word)`` (optional) is a word's general frequency; context words at or above
     `CONTEXT_COMMON_ZIPF` are left out, so only what is particular to the scene joins.
-    ``names`` (participant roles) are weighted down wherever they appear.
+    ``names`` (participant roles) are weighted down wherever they appear; a participant
+    the *input* names is also one of the query's `Query.speakers`, whose own turns score
+    `SPEAKER_BONUS` more. Only the input counts: the newest turns name both sides of an
+    exchange, and a bonus for both would cancel out.
 
     Kept per process (a pure function of its arguments): the pack loader and the engine
     both make each pack's query, and a pack built again makes the same one. ``names``
@@ -128,7 +136,7 @@ def make_query(
 def _make_query(
     input_text: str, context_texts: tuple[str, ...], names: tuple[str, ...], zipf
 ) -> Query:
-    low_names = {stem(n.lower()) for name in names for n in _WORD.findall(name.lower())}
+    low_names = {stem(n) for name in names for n in _WORD.findall(name.lower())}
     chosen: dict[str, QueryTerm] = {}
 
     def add(words: list[str], weight: float, limit: int) -> None:
@@ -141,12 +149,34 @@ def _make_query(
             chosen[key] = QueryTerm(word, key, weight * factor)
             added += 1
 
-    add(surface_words(input_text), INPUT_WEIGHT, MAX_INPUT_WORDS)
+    said = surface_words(input_text)
+    add(said, INPUT_WEIGHT, MAX_INPUT_WORDS)
     context: list[str] = []
     for text in reversed(context_texts):  # newest first
         context += _scene_words(text, zipf)
     add(context, CONTEXT_WEIGHT, MAX_CONTEXT_WORDS)
-    return Query(tuple(chosen.values()))
+    said_stems = {stem(word) for word in said}
+    speakers = frozenset(
+        speaker_code(name)
+        for name in names
+        if any(stem(word) in said_stems for word in surface_words(name))
+    )
+    return Query(tuple(chosen.values()), speakers)
+
+
+# Speakers as small integers, so postings stay one integer array: interned per process
+# (the codes are never stored; the loader and the replay map names through here alike).
+NO_SPEAKER = -1
+_speaker_codes: dict[str, int] = {}
+_next_code = count()
+
+
+def speaker_code(name: str) -> int:
+    """The integer that stands for the speaker ``name`` in postings (this process)."""
+    found = _speaker_codes.get(name)
+    if found is None:
+        found = _speaker_codes.setdefault(name, next(_next_code))
+    return found
 
 
 @lru_cache(maxsize=4096)
@@ -176,6 +206,10 @@ class Posting(NamedTuple):
     turn_id: int
     seq: int
     tokens: int
+    speaker: int = NO_SPEAKER  # its `speaker_code`
+
+
+POSTING_WIDTH = len(Posting._fields)
 
 
 class Scored(NamedTuple):
@@ -187,17 +221,19 @@ class Scored(NamedTuple):
 
 
 # A word with no postings, as `as_postings` gives it (shared: read-only).
-NO_POSTINGS = np.empty((0, 3), dtype=np.int64)
+NO_POSTINGS = np.empty((0, POSTING_WIDTH), dtype=np.int64)
 NO_POSTINGS.flags.writeable = False
 
 
 def as_postings(hits: Sequence[Sequence[int]] | np.ndarray) -> np.ndarray:
     """A word's postings as the array `rank_postings` reads: one row ``(turn id, seq,
-    tokens)`` per turn, newest first (the loader's rows come as one already)."""
+    tokens, speaker)`` per turn, newest first (the loader's rows come as one already);
+    rows without a speaker are `Posting`'s (`NO_SPEAKER`)."""
     if isinstance(hits, np.ndarray):
         return hits
-    flat = chain.from_iterable(hits)
-    return np.fromiter(flat, dtype=np.int64, count=3 * len(hits)).reshape(-1, 3)
+    flat = chain.from_iterable(Posting(*hit) for hit in hits)
+    size = POSTING_WIDTH * len(hits)
+    return np.fromiter(flat, dtype=np.int64, count=size).reshape(-1, POSTING_WIDTH)
 
 
 def rank_postings(
@@ -212,7 +248,8 @@ def rank_postings(
 
     A word's document frequency is its number of postings (a word at `DF_CAP` is among
     the campaign's most frequent, and weighs next to nothing); lengths are the turns'
-    token counts, averaged over the turns that match.
+    token counts, averaged over the turns that match. A turn spoken by one of the
+    query's `Query.speakers` adds `SPEAKER_BONUS` to its score, once.
 
     The arithmetic runs over all postings at once (NumPy: ~1,500 of them at 50,000
     turns), each operation the one the formula names in its order, so every score is
@@ -261,6 +298,9 @@ def _ranked(
     part = (1 * (K1 + 1)) / (1 + K1 * norm)
     per_posting = np.repeat(np.array(weights), [len(a) for a in arrays]) * part
     scores = np.bincount(turn_of, weights=per_posting, minlength=len(ids))
+    if query.speakers:
+        spoken = np.isin(every[first, 3], np.fromiter(query.speakers, dtype=np.int64))
+        scores = scores + SPEAKER_BONUS * spoken
     # Best score first, ties to the newer turn (then the id): a total order.
     seqs = every[first, 1]
     bounded = limit is not None and limit < len(ids)
@@ -281,17 +321,18 @@ def _ranked(
 
 
 def postings_of(
-    query: Query, docs: Sequence[tuple[int, int, str, int]]
+    query: Query, docs: Sequence[tuple[int, int, str, int, str]]
 ) -> dict[str, list[Posting]]:
     """In-memory postings, as the database gives them: ``docs`` are readable
-    ``(turn_id, seq, text, tokens)``; per word, the newest `DF_CAP` that contain it."""
+    ``(turn_id, seq, text, tokens, speaker)``; per word, the newest `DF_CAP` that
+    contain it."""
     wanted = {t.stem: t.word for t in query.terms}
     out: dict[str, list[Posting]] = {t.word: [] for t in query.terms}
-    for turn_id, seq, text, tokens in sorted(docs, key=lambda d: (-d[1], -d[0])):
+    for turn_id, seq, text, tokens, speaker in sorted(docs, key=lambda d: (-d[1], -d[0])):
         for key in set(terms(text)).intersection(wanted):
             bucket = out[wanted[key]]
             if len(bucket) < DF_CAP:
-                bucket.append(Posting(turn_id, seq, tokens))
+                bucket.append(Posting(turn_id, seq, tokens, speaker_code(speaker)))
     return out
 
 

@@ -153,7 +153,9 @@ def search_memory(
     readable = sorted(turns, key=STORY_ORDER)
     if not query or not readable:
         return (), ()
-    docs = [(t.id, t.seq, t.content, t.tokens or textops.count(t.content)) for t in readable]
+    docs = [
+        (t.id, t.seq, t.content, t.tokens or textops.count(t.content), t.speaker) for t in readable
+    ]
     postings = ranking.postings_of(query, docs)
     chosen = preset(preset_name)
     ids = ranked_hits(query, postings, chosen.hits)

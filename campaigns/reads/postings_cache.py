@@ -51,7 +51,8 @@ from context_engine.ranking import DF_CAP, NO_POSTINGS, Query
 MAX_WORDS = 2048  # (experiment, viewer, word) entries, each at most DF_CAP postings
 MAX_RANKINGS = 1024  # (experiment, viewer, stamp, query) rankings, each a few ids
 
-# A word's postings: rows (turn id, seq, tokens), newest first (`search.postings_by_word`).
+# A word's postings: rows (turn id, seq, tokens, speaker code), newest first
+# (`search.postings_by_word`).
 Postings = np.ndarray
 
 

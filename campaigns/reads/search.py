@@ -10,7 +10,7 @@ pack's retrieval.
 
 from __future__ import annotations
 
-from itertools import chain, pairwise
+from itertools import pairwise
 from operator import itemgetter
 
 import numpy as np
@@ -23,7 +23,7 @@ from campaigns.reads import search_postgres, search_sqlite, selectors
 from campaigns.reads.packs import TURN_COLUMNS, slot_values, slot_viewer, statement_shape
 from campaigns.reads.precompiled import Precompiled, Query, compile_once
 from campaigns.reads.selectors import Viewer
-from context_engine.ranking import DF_CAP, NO_POSTINGS, stem
+from context_engine.ranking import DF_CAP, NO_POSTINGS, speaker_code, stem
 
 # --- ranked retrieval (SPEC §5.8) ------------------------------------------------------
 
@@ -42,7 +42,7 @@ def postings_query(
     rounds: bool = False,
 ) -> Query | None:
     """Per word, the newest `ranking.DF_CAP` readable turns that contain it, in one
-    statement: rows ``(word index, id, seq, tokens)``, by word, each word's newest first
+    statement: rows ``(word index, id, seq, tokens, speaker)``, by word, each word's newest first
     (`postings_by_word` makes them the postings `retrieval.ranked_hits` ranks by); with
     ``rounds``, each row's round last (`search_turns` before a round).
     Visibility is applied before the cap. From each database's term rows
@@ -75,8 +75,11 @@ def postings_query(
     return Query(compiled, values, post=in_word_order)
 
 
-POSTING_COLUMNS = ("id", "seq", "tokens")  # a row: (word index, *POSTING_COLUMNS[, round])
+# A row: (word index, *POSTING_COLUMNS[, round]); a posting is the columns, the speaker
+# as its `ranking.speaker_code`.
+POSTING_COLUMNS = ("id", "seq", "tokens", "speaker")
 _WORD_SEQ = (0, 1 + POSTING_COLUMNS.index("seq"))
+_SPEAKER = 1 + POSTING_COLUMNS.index("speaker")
 
 
 def _columns(rounds: bool) -> tuple[str, ...]:
@@ -98,16 +101,21 @@ def postings_by_word(
     words: list[str], rows: list[tuple], before_round: int | None = None
 ) -> dict[str, np.ndarray]:
     """`postings_query` rows as each word's postings: an array of rows ``(turn id, seq,
-    tokens)`` (`ranking.as_postings`), newest first, read-only; only turns of rounds
-    before ``before_round`` when given (rows read with ``rounds``). The rows are made
-    one array in one pass (at 50,000 turns a pack reads about 1,300 of them) and each
-    word's postings are a slice of it."""
+    tokens, speaker code)`` (`ranking.as_postings`), newest first, read-only; only turns
+    of rounds before ``before_round`` when given (rows read with ``rounds``). The rows
+    are made one array in one pass (at 50,000 turns a pack reads about 1,300 of them),
+    a column at a time (the speaker's name becomes its code), and each word's postings
+    are a slice of it."""
     postings = dict.fromkeys(words, NO_POSTINGS)
     if not rows:
         return postings
     width = len(rows[0])
-    values = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=len(rows) * width)
-    table = values.reshape(-1, width)
+    table = np.empty((len(rows), width), dtype=np.int64)
+    for column, values in enumerate(zip(*rows, strict=True)):
+        if column == _SPEAKER:
+            codes = {name: speaker_code(name) for name in set(values)}
+            values = [codes[name] for name in values]
+        table[:, column] = values
     if before_round is not None:
         table = table[table[:, 1 + len(POSTING_COLUMNS)] < before_round]
     table.flags.writeable = False
@@ -115,7 +123,7 @@ def postings_by_word(
     starts = [0, *(np.flatnonzero(word_of[1:] != word_of[:-1]) + 1).tolist(), len(table)]
     for start, end in pairwise(starts):
         if start < end:
-            postings[words[int(word_of[start])]] = table[start:end, 1:4]
+            postings[words[int(word_of[start])]] = table[start:end, 1 : 1 + len(POSTING_COLUMNS)]
     return postings
 
 

@@ -230,7 +230,7 @@ def test_after_an_append_only_the_new_matches_are_read():
     found = cached(experiment, thorin, ["salt", "ember"], reader)
     assert reader.calls == [(["salt", "ember"], [last.seq, last.seq])]
     assert found == fresh(experiment, thorin, ["salt", "ember"])
-    assert [seq for _, seq, _ in found["salt"]] == [3, 2, 1]
+    assert [row[1] for row in found["salt"]] == [3, 2, 1]
 
 
 def test_a_write_to_a_turn_a_viewer_cannot_read_leaves_its_entries_alone():

@@ -146,13 +146,13 @@ def test_postings_are_each_words_newest_readable_matches_whatever_hides_among_th
         viewer = selectors.viewer_for_role(experiment=campaign, role=role)
         readable = selectors.turns_visible_to(experiment=campaign, viewer=viewer).order_by("-seq")
         expected = [
-            (index, turn.pk, turn.seq, turn.tokens, turn.round)
+            (index, turn.pk, turn.seq, turn.tokens, turn.speaker, turn.round)
             for index, word in enumerate(words)
             for turn in [t for t in readable if word in t.content][:DF_CAP]
         ]
         assert _postings(campaign, role, words, rounds=True) == expected
         # A pack's read leaves the round out (only /search before a round needs it).
-        assert _postings(campaign, role, words) == [row[:4] for row in expected]
+        assert _postings(campaign, role, words) == [row[:5] for row in expected]
     thorin = [row[1] for row in _postings(campaign, "Thorin", ["kestrel"])]
     assert thorin[-3:] == [turn.pk for turn in reversed(readable_old)]
     assert held.pk not in thorin

@@ -148,7 +148,16 @@ def campaigns(draw) -> PackInput:
         hook="Find the lost bell.",
         rules="Roll d20.",
         current_round=round_no,
-        input_text="What do you do about the lanterns and Relic1?",
+        # Inputs that name participants make them the query's speakers (ranked higher).
+        input_text=draw(
+            st.sampled_from(
+                (
+                    "What do you do about the lanterns and Relic1?",
+                    "What did Cassia do about the lanterns and Relic1?",
+                    "Did Bram and Thorin see Relic1 by the lanterns?",
+                )
+            )
+        ),
         lore=lore,
         digest=summary,
         strategic_summary=strategic,

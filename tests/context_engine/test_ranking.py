@@ -11,6 +11,7 @@ from context_engine.ranking import (
     CONTEXT_WEIGHT,
     DF_CAP,
     REFERENCE_DOCS,
+    SPEAKER_BONUS,
     Bm25Index,
     Posting,
     Query,
@@ -19,8 +20,10 @@ from context_engine.ranking import (
     as_postings,
     idf,
     make_query,
+    postings_of,
     rank_postings,
     ranked_ids,
+    speaker_code,
     terms,
     tf_part,
 )
@@ -30,13 +33,15 @@ WORDS = ("ashfern", "tonic", "brinewick", "oil", "leave")
 
 @st.composite
 def ranked_inputs(draw):
-    """A query and its postings: few distinct turns and lengths, so scores tie often."""
+    """A query and its postings: few distinct turns, lengths and speakers, so scores tie
+    often; the query names some of the speakers (or none)."""
     weights = st.sampled_from([1.0, 0.3, 0.1, 0.03]) | st.floats(0.001, 2.0)
     words = draw(st.lists(st.sampled_from(WORDS), unique=True, max_size=len(WORDS)))
-    query = Query(tuple(QueryTerm(word, word, draw(weights)) for word in words))
+    speakers = draw(st.frozensets(st.integers(0, 3)))
+    query = Query(tuple(QueryTerm(word, word, draw(weights)) for word in words), speakers)
     turns = draw(
         st.lists(
-            st.tuples(st.integers(1, 60), st.integers(1, 12)),
+            st.tuples(st.integers(1, 60), st.integers(1, 12), st.integers(-1, 3)),
             unique_by=lambda turn: turn[0],
             max_size=40,
         )
@@ -45,7 +50,9 @@ def ranked_inputs(draw):
     for word in words:
         chosen = draw(st.lists(st.sampled_from(turns), unique=True)) if turns else []
         # A turn's seq is its id here: newest first, as the databases give them.
-        postings[word] = [Posting(i, i, tokens) for i, tokens in sorted(chosen, reverse=True)]
+        postings[word] = [
+            Posting(i, i, tokens, speaker) for i, tokens, speaker in sorted(chosen, reverse=True)
+        ]
     return query, postings
 
 
@@ -70,7 +77,8 @@ def test_the_full_ranking_is_best_score_first_ties_to_the_newer_turn(case):
 
 def _term_by_term(query, postings, limit=None):
     """The formula as written, one posting at a time in query order (what
-    `rank_postings` computed before its arithmetic ran over arrays)."""
+    `rank_postings` computed before its arithmetic ran over arrays), then the speaker
+    bonus once per turn the query's speakers said."""
     weighted = [
         (term.weight * idf(min(len(hits), DF_CAP), REFERENCE_DOCS), hits)
         for term in query.terms
@@ -82,8 +90,11 @@ def _term_by_term(query, postings, limit=None):
     avg = sum(posting[2] for posting in known.values()) / len(known)
     scores: dict[int, float] = {}
     for weight, hits in weighted:
-        for turn_id, _seq, tokens in hits:
+        for turn_id, _seq, tokens, _speaker in hits:
             scores[turn_id] = scores.get(turn_id, 0.0) + weight * tf_part(1, tokens, avg)
+    for turn_id in scores:
+        if known[turn_id][3] in query.speakers:
+            scores[turn_id] += SPEAKER_BONUS
     keyed = sorted((-round(v, 9), -known[t][1], t, v) for t, v in scores.items())
     return [Scored(t, -neg_seq, v) for _, neg_seq, t, v in keyed][:limit]
 
@@ -138,6 +149,37 @@ def test_a_query_is_made_once_whatever_order_the_names_come_in():
     by_role = make_query("Where is the tonic?", texts, ["Cassia", "DM", "Wren"])
     assert by_role is seated
     assert {term.word: term.weight for term in seated.terms}["wren"] < CONTEXT_WEIGHT
+
+
+def test_a_turn_spoken_by_the_participant_the_input_names_outranks_the_same_words_said_by_another():
+    """ "When did Mara sell the lantern?": Mara's own turn answers, not the newer one where
+    Oren says the same words (without the bonus the tie goes to the newer turn)."""
+    names = ["DM", "Mara", "Oren"]
+    query = make_query("When did Mara sell the lantern?", (), names)
+    assert query.speakers == {speaker_code("Mara")}
+    docs = [
+        (1, 1, "The lantern went for two coins.", 7, "Mara"),
+        (2, 2, "The lantern went for two coins.", 7, "Oren"),
+        (3, 3, "Mara went to the market.", 6, "DM"),
+    ]
+    ranked = rank_postings(query, postings_of(query, docs))
+    assert [s.turn_id for s in ranked][:2] == [1, 2]
+    assert ranked[0].score - ranked[1].score == pytest.approx(SPEAKER_BONUS)
+    unnamed = make_query("When was the lantern sold?", (), names)
+    assert not unnamed.speakers
+    assert [s.turn_id for s in rank_postings(unnamed, postings_of(unnamed, docs))][:2] == [2, 1]
+
+
+def test_names_in_the_newest_turns_make_no_speaker_only_the_input_does():
+    """The newest turns name both sides of an exchange: a bonus for both would cancel out,
+    so only a name the input says makes its participant a speaker of the query."""
+    names = ["DM", "Mara", "Oren"]
+    context = ("Mara: Oren, you kept the lantern?", "Oren: I did, Mara.")
+    assert not make_query("Who kept the lantern?", context, names).speakers
+    both = make_query("Did Oren give Mara the lantern?", context, names)
+    assert both.speakers == {speaker_code("Mara"), speaker_code("Oren")}
+    # "DM" is too short to be a search word: a question to the DM names no speaker.
+    assert not make_query("Ask the DM about the lantern", (), names).speakers
 
 
 def _classic(docs, text):

@@ -168,7 +168,9 @@ def _thorins_view(experiment, job, player) -> dict[str, str]:
         "lore 1": api.get(f"{e}/lore/1/"),
         "lore 2": api.get(f"{e}/lore/2/"),
         "summaries": api.get(f"{e}/summaries/"),
-        "pack": api.get(f"{e}/context/Thorin/", {"debug": "true", "input": "brass gear"}),
+        "pack": api.get(
+            f"{e}/context/Thorin/", {"debug": "true", "input": "Did Cassia see the brass gear?"}
+        ),
         "job": api.get(f"/api/tasks/{job.pk}/"),
         "page": web.get(f"{c}/"),
         "round status": web.get(f"{c}/", {"part": "round_status"}, **hx),
@@ -178,7 +180,7 @@ def _thorins_view(experiment, job, player) -> dict[str, str]:
         "world bible": web.get(f"{c}/lore/", {"tab": "confirmed"}),
         "lore history": web.get(f"{c}/lore/1/history/"),
         "memory": web.get(f"{c}/memory/"),
-        "inspector": web.get(f"{c}/context/Thorin/", {"input": "brass gear"}),
+        "inspector": web.get(f"{c}/context/Thorin/", {"input": "Did Cassia see the brass gear?"}),
         "dashboard": web.get("/"),
         "job partial": web.get(f"{c}/jobs/{job.pk}/", **hx),
         # Last: a search pins its results into Thorin's next pack (a write of his own).

@@ -209,7 +209,13 @@ def test_a_restored_digest_version_is_the_one_in_the_next_pack(campaign, owner):
 
 
 @pytest.mark.parametrize(
-    "input_text", ["Where do I plan to slip away to?", "the lantern vault oath", "salt"]
+    "input_text",
+    [
+        "Where do I plan to slip away to?",
+        "the lantern vault oath",
+        "salt",
+        "When was Cassia at the salt marsh?",  # a named speaker's turns rank higher
+    ],
 )
 def test_the_loader_ranks_monologues_as_the_in_memory_replay_does(owner, input_text):
     """The loader's hits and neighbours (full-text postings, SQL) are exactly what
@@ -227,6 +233,10 @@ def test_the_loader_ranks_monologues_as_the_in_memory_replay_does(owner, input_t
         place = places[round_ % len(places)]
         make_turn(experiment, round=round_, content=f"Round {round_}: rain on the {place}.")
         make_turn(experiment, round=round_, speaker="Thorin", kind="action", content="I wait.")
+        make_turn(
+            experiment, round=round_, speaker="Cassia", kind="action",
+            content=f"I mark the {place} on my map.",
+        )  # fmt: skip
         for player in ("Thorin", "Cassia"):
             make_turn(
                 experiment, round=round_, speaker=player, kind="monologue",
@@ -258,3 +268,5 @@ def test_the_loader_ranks_monologues_as_the_in_memory_replay_does(owner, input_t
             assert speakers == {"Thorin", "Cassia"}
         if not viewer.omniscient:
             assert all(t.kind != "monologue" for t in loaded.retrieval_context), role
+        if "Cassia" in input_text:  # her own turns rank first, wherever the words are
+            assert [t.speaker for t in hits[:3]] == ["Cassia"] * 3, role

@@ -167,13 +167,13 @@ def test_held_postings_cover_a_word_only_from_the_seq_they_were_read_past():
     entry may have moved on since they were sent): only the matches past it; a read
     past an earlier seq, or a word not sent, is left to the database."""
     held = {
-        "oil": (10, as_postings([(7, 15, 3), (6, 12, 3), (5, 11, 3)])),
+        "oil": (10, as_postings([(7, 15, 3, 0), (6, 12, 3, 1), (5, 11, 3, 0)])),
         "salt": (10, as_postings([])),
     }
     found, words, since = context_ahead.covered_by_held(held, ["oil", "salt", "gate"], [10, 4, 10])
     assert {word: rows.tolist() for word, rows in found.items()} == {
-        "oil": [[7, 15, 3], [6, 12, 3], [5, 11, 3]]
+        "oil": [[7, 15, 3, 0], [6, 12, 3, 1], [5, 11, 3, 0]]
     }
     assert (words, since) == (["salt", "gate"], [4, 10])
     found, _, _ = context_ahead.covered_by_held(held, ["oil"], [12])
-    assert {word: rows.tolist() for word, rows in found.items()} == {"oil": [[7, 15, 3]]}
+    assert {word: rows.tolist() for word, rows in found.items()} == {"oil": [[7, 15, 3, 0]]}
