@@ -45,7 +45,8 @@ INPUT_WEIGHT = 1.0
 CONTEXT_WEIGHT = 0.1
 NAME_FACTOR = 0.3  # participant names count this much of their word's weight
 # A turn spoken by a participant the input names scores this much more than the same
-# match said by anyone else ("When did Mara lose her job?": Mara's own turns answer).
+# match said by anyone else ("When did Mara lose her job?": Mara's own turns answer),
+# where its match alone scores at least as much (so it at most doubles).
 SPEAKER_BONUS = 2.0
 MIN_WORD = 3
 # Scores are ordered rounded to 9 decimals; two scores further apart than this never tie.
@@ -249,7 +250,8 @@ def rank_postings(
     A word's document frequency is its number of postings (a word at `DF_CAP` is among
     the campaign's most frequent, and weighs next to nothing); lengths are the turns'
     token counts, averaged over the turns that match. A turn spoken by one of the
-    query's `Query.speakers` adds `SPEAKER_BONUS` to its score, once.
+    query's `Query.speakers` adds `SPEAKER_BONUS` to its score, once, when that score
+    is at least `SPEAKER_BONUS`.
 
     The arithmetic runs over all postings at once (NumPy: ~1,500 of them at 50,000
     turns), each operation the one the formula names in its order, so every score is
@@ -299,8 +301,10 @@ def _ranked(
     per_posting = np.repeat(np.array(weights), [len(a) for a in arrays]) * part
     scores = np.bincount(turn_of, weights=per_posting, minlength=len(ids))
     if query.speakers:
+        # A named speaker's turn gains the bonus only where its words alone are worth as
+        # much: a turn that shares just a common or a context word stays where it was.
         spoken = np.isin(every[first, 3], np.fromiter(query.speakers, dtype=np.int64))
-        scores = scores + SPEAKER_BONUS * spoken
+        scores = scores + SPEAKER_BONUS * (spoken & (scores >= SPEAKER_BONUS))
     # Best score first, ties to the newer turn (then the id): a total order.
     seqs = every[first, 1]
     bounded = limit is not None and limit < len(ids)

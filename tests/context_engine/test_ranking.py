@@ -78,7 +78,7 @@ def test_the_full_ranking_is_best_score_first_ties_to_the_newer_turn(case):
 def _term_by_term(query, postings, limit=None):
     """The formula as written, one posting at a time in query order (what
     `rank_postings` computed before its arithmetic ran over arrays), then the speaker
-    bonus once per turn the query's speakers said."""
+    bonus once per turn the query's speakers said whose score is worth the bonus."""
     weighted = [
         (term.weight * idf(min(len(hits), DF_CAP), REFERENCE_DOCS), hits)
         for term in query.terms
@@ -92,9 +92,9 @@ def _term_by_term(query, postings, limit=None):
     for weight, hits in weighted:
         for turn_id, _seq, tokens, _speaker in hits:
             scores[turn_id] = scores.get(turn_id, 0.0) + weight * tf_part(1, tokens, avg)
-    for turn_id in scores:
-        if known[turn_id][3] in query.speakers:
-            scores[turn_id] += SPEAKER_BONUS
+    for turn_id, score in scores.items():
+        if known[turn_id][3] in query.speakers and score >= SPEAKER_BONUS:
+            scores[turn_id] = score + SPEAKER_BONUS
     keyed = sorted((-round(v, 9), -known[t][1], t, v) for t, v in scores.items())
     return [Scored(t, -neg_seq, v) for _, neg_seq, t, v in keyed][:limit]
 
@@ -168,6 +168,19 @@ def test_a_turn_spoken_by_the_participant_the_input_names_outranks_the_same_word
     unnamed = make_query("When was the lantern sold?", (), names)
     assert not unnamed.speakers
     assert [s.turn_id for s in rank_postings(unnamed, postings_of(unnamed, docs))][:2] == [2, 1]
+
+
+def test_a_named_speakers_turn_that_shares_only_a_context_word_gains_nothing():
+    """The bonus goes to turns whose own match is worth it: a turn of Mara's that shares
+    only a word of the newest turns (weighed lightly) scores as the same words by Oren."""
+    names = ["DM", "Mara", "Oren"]
+    query = make_query("When did Mara sell the lantern?", ("The harbour smells of tar.",), names)
+    docs = [
+        (1, 1, "Tar again, all over the harbour.", 7, "Mara"),
+        (2, 2, "Tar again, all over the harbour.", 7, "Oren"),
+    ]
+    ranked = {s.turn_id: s.score for s in rank_postings(query, postings_of(query, docs))}
+    assert 0 < ranked[1] == ranked[2] < SPEAKER_BONUS
 
 
 def test_names_in_the_newest_turns_make_no_speaker_only_the_input_does():
