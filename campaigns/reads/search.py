@@ -18,7 +18,7 @@ from django.db import connection
 from django.db.models import BooleanField, OuterRef, Subquery
 from django.db.models.expressions import RawSQL
 
-from campaigns.models import Experiment, Participant, SearchBacklog, Turn
+from campaigns.models import Experiment, SearchBacklog, Turn
 from campaigns.reads import search_postgres, search_sqlite, selectors
 from campaigns.reads.packs import TURN_COLUMNS, slot_values, slot_viewer, statement_shape
 from campaigns.reads.precompiled import Precompiled, Query, compile_once
@@ -225,17 +225,14 @@ def search_turns(
 
     The same ranking as a pack's retrieval (SPEC §5.8): BM25 over the viewer's readable
     turns (`context_engine.ranking`), from the postings of the turns' term rows
-    (`postings_query`), audience-filtered before anything is counted, the cast's names
-    weighted down and the turns of a participant the text names ranked higher
-    (`ranking.make_query`; no newest turns join: the text is the searcher's own). Ties
-    go to the newer turn.
+    (`postings_query`), audience-filtered before anything is counted. Ties go to the
+    newer turn.
     """
     from context_engine.ranking import make_query
     from context_engine.retrieval import ranked_hits
 
     experiment_id = experiment if isinstance(experiment, int) else experiment.pk
-    cast = Participant.objects.filter(experiment_id=experiment_id).values_list("role", flat=True)
-    query = make_query(text, (), list(cast))
+    query = make_query(text)
     found_rows = postings_query(
         experiment_id=experiment_id,
         viewer=viewer,
