@@ -137,7 +137,10 @@ def make_query(
 def _make_query(
     input_text: str, context_texts: tuple[str, ...], names: tuple[str, ...], zipf
 ) -> Query:
-    low_names = {stem(n) for name in names for n in _WORD.findall(name.lower())}
+    # Each participant's name words, stemmed once: weighted down wherever they appear, and
+    # the participants whose words the input says are its speakers.
+    name_stems = {name: {stem(n) for n in _WORD.findall(name.lower())} for name in names}
+    low_names = set().union(*name_stems.values())
     chosen: dict[str, QueryTerm] = {}
 
     def add(words: list[str], weight: float, limit: int) -> None:
@@ -157,11 +160,7 @@ def _make_query(
         context += _scene_words(text, zipf)
     add(context, CONTEXT_WEIGHT, MAX_CONTEXT_WORDS)
     said_stems = {stem(word) for word in said}
-    speakers = frozenset(
-        speaker_code(name)
-        for name in names
-        if any(stem(word) in said_stems for word in surface_words(name))
-    )
+    speakers = frozenset(speaker_code(name) for name, own in name_stems.items() if own & said_stems)
     return Query(tuple(chosen.values()), speakers)
 
 
@@ -228,11 +227,11 @@ NO_POSTINGS.flags.writeable = False
 
 def as_postings(hits: Sequence[Sequence[int]] | np.ndarray) -> np.ndarray:
     """A word's postings as the array `rank_postings` reads: one row ``(turn id, seq,
-    tokens, speaker)`` per turn, newest first (the loader's rows come as one already);
-    rows without a speaker are `Posting`'s (`NO_SPEAKER`)."""
+    tokens, speaker)`` per turn (`Posting`s, or tuples of their four fields), newest
+    first (the loader's rows come as one already)."""
     if isinstance(hits, np.ndarray):
         return hits
-    flat = chain.from_iterable(Posting(*hit) for hit in hits)
+    flat = chain.from_iterable(hits)
     size = POSTING_WIDTH * len(hits)
     return np.fromiter(flat, dtype=np.int64, count=size).reshape(-1, POSTING_WIDTH)
 

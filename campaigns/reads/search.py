@@ -42,9 +42,9 @@ def postings_query(
     rounds: bool = False,
 ) -> Query | None:
     """Per word, the newest `ranking.DF_CAP` readable turns that contain it, in one
-    statement: rows ``(word index, id, seq, tokens, speaker)``, by word, each word's newest first
-    (`postings_by_word` makes them the postings `retrieval.ranked_hits` ranks by); with
-    ``rounds``, each row's round last (`search_turns` before a round).
+    statement: rows ``(word index, id, seq, tokens, speaker)``, by word, each word's
+    newest first (`postings_by_word` makes them the postings `retrieval.ranked_hits` ranks
+    by); with ``rounds``, each row's round last (`search_turns` before a round).
     Visibility is applied before the cap. From each database's term rows
     (`search_postgres.postings`, `search_sqlite.postings`), or, while the experiment has
     a `SearchBacklog` row (``backlog``; read here when None), from a search that also

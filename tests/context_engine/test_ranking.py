@@ -152,8 +152,8 @@ def test_a_query_is_made_once_whatever_order_the_names_come_in():
 
 
 def test_a_turn_spoken_by_the_participant_the_input_names_outranks_the_same_words_said_by_another():
-    """ "When did Mara sell the lantern?": Mara's own turn answers, not the newer one where
-    Oren says the same words (without the bonus the tie goes to the newer turn)."""
+    """Asked "When did Mara sell the lantern?", Mara's own turn answers, not the newer one
+    where Oren says the same words (without the bonus the tie goes to the newer turn)."""
     names = ["DM", "Mara", "Oren"]
     query = make_query("When did Mara sell the lantern?", (), names)
     assert query.speakers == {speaker_code("Mara")}
